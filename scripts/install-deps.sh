@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs gpuctl's build and test dependencies from Debian's packages. Idempotent: packages
+# already present are left alone, and nothing is done when all are there.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config
+  libcli11-dev libyaml-cpp-dev libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev libpugixml-dev
+  # tests
+  catch2
+  # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
+  openssl openssh-server openssh-client iproute2 procps curl python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
