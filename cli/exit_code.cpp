@@ -1,0 +1,1 @@
+#include "exit_code.hpp"
