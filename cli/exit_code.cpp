@@ -1,1 +1,21 @@
 #include "exit_code.hpp"
+
+namespace gpuctl::cli {
+
+ExitCode exit_code_for(const Error& error) {
+  switch (error.code) {
+    case Errc::invalid_argument: return ExitCode::usage;
+    case Errc::config:
+    case Errc::transport:
+    case Errc::api:
+    case Errc::io:
+    case Errc::parse:
+    case Errc::process:
+    case Errc::timeout:
+    case Errc::cancelled:
+    case Errc::internal: return ExitCode::failure;
+  }
+  return ExitCode::failure;
+}
+
+}  // namespace gpuctl::cli

@@ -1,7 +1,26 @@
-// Placeholder until the command table lands.
-#include "gpuctl/build_info.hpp"
-#include <cstdio>
-int main() {
-  std::printf("gpuctl %.*s\n", static_cast<int>(gpuctl::build_version().size()), gpuctl::build_version().data());
-  return 0;
+// gpuctl's entry point: process-wide setup, then run_cli. The one top-level catch is here.
+#include <curl/curl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <exception>
+#include <iostream>
+
+#include "app.hpp"
+
+int main(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, not a silent death
+  curl_global_init(CURL_GLOBAL_DEFAULT);
+  int code = 1;
+  try {
+    gpuctl::cli::Streams streams{std::cout, std::cerr, isatty(STDOUT_FILENO) == 1, isatty(STDERR_FILENO) == 1,
+                                 isatty(STDIN_FILENO) == 1};
+    code = gpuctl::cli::run_cli(argc, argv, streams, gpuctl::cli::default_environment());
+  } catch (const std::exception& e) {
+    std::cerr << "error: internal error: " << e.what() << " (please report this)\n";
+    code = 1;
+  }
+  std::cout.flush();
+  curl_global_cleanup();
+  return code;
 }

@@ -1,0 +1,176 @@
+#include "app.hpp"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "gpuctl/build_info.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::cli {
+
+Environment default_environment() {
+  Environment env;
+  env.load_config = [](const kube::LoadOptions& options) { return kube::load_rest_config(options); };
+  env.make_transport = [](const kube::RestConfig&, const kube::TransportSettings& settings) {
+    return kube::make_curl_transport(settings);
+  };
+  env.load_options_from_environment = [] { return kube::environment_load_options(); };
+  const char* no_color = std::getenv("NO_COLOR");
+  env.no_color_env = no_color != nullptr && no_color[0] != '\0';
+  return env;
+}
+
+AppContext::AppContext(Streams streams, Environment environment)
+    : streams_(streams), environment_(std::move(environment)) {}
+
+bool AppContext::color() const { return streams_.out_is_terminal && !globals_.no_color && !environment_.no_color_env; }
+
+void AppContext::warn(const std::string& message) { streams_.err << "Warning: " << message << '\n'; }
+
+Result<kube::RestConfig> AppContext::load_config() {
+  if (config_) return *config_;
+  kube::LoadOptions options = environment_.load_options_from_environment();
+  if (!globals_.kubeconfig.empty()) options.kubeconfig = globals_.kubeconfig;
+  if (!globals_.context.empty()) options.context = globals_.context;
+  if (!globals_.namespace_name.empty()) options.namespace_name = globals_.namespace_name;
+  GPUCTL_TRY_ASSIGN(kube::RestConfig config, environment_.load_config(options));
+  config_ = config;
+  return config;
+}
+
+Result<std::string> AppContext::namespace_name() {
+  GPUCTL_TRY_ASSIGN(kube::RestConfig config, load_config());
+  return config.namespace_name;
+}
+
+Result<kube::Client*> AppContext::client() {
+  if (client_) return client_.get();
+  GPUCTL_TRY_ASSIGN(auto timeout, util::parse_duration(globals_.request_timeout));
+  GPUCTL_TRY_ASSIGN(kube::RestConfig config, load_config());
+
+  kube::TransportSettings settings;
+  settings.ca_pem = config.ca_pem;
+  settings.insecure_skip_tls_verify = config.insecure_skip_tls_verify;
+  settings.tls_server_name = config.tls_server_name;
+  settings.proxy_url = config.proxy_url;
+  settings.disable_compression = config.disable_compression;
+  settings.user_agent = fmt::format("gpuctl/{} ({})", build_version(), build_commit());
+  if (timeout.count() > 0) settings.connect_timeout = std::min(settings.connect_timeout, timeout);
+
+  kube::ClientOptions options;
+  options.request_timeout = timeout;
+  options.stdin_is_terminal = streams_.stdin_is_terminal;
+  std::ostream& err = streams_.err;
+  options.on_warning = [&err](std::string_view text) { err << "Warning: " << text << '\n'; };
+  if (globals_.verbosity >= 1) {
+    options.on_request = [&err](const kube::RequestLog& log) {
+      // Only method, URL, status and time: headers (credentials) are never logged.
+      if (log.status == 0) {
+        err << fmt::format("{} {} failed after {} ms (attempt {}): {}\n", log.method, log.url, log.duration.count(),
+                           log.attempt, log.error);
+      } else {
+        err << fmt::format("{} {} {} in {} ms{}\n", log.method, log.url, log.status, log.duration.count(),
+                           log.attempt > 1 ? fmt::format(" (attempt {})", log.attempt) : "");
+      }
+    };
+  }
+  auto transport = environment_.make_transport(config, settings);
+  client_ = std::make_unique<kube::Client>(std::move(config), std::move(transport), std::move(options));
+  return client_.get();
+}
+
+namespace {
+
+void add_global_flags(CLI::App& app, GlobalOptions& g) {
+  auto* group = "Global options";
+  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file to use (not merged with KUBECONFIG)")->group(group);
+  app.add_option("--context", g.context, "The kubeconfig context to use")->group(group);
+  app.add_option("-n,--namespace", g.namespace_name, "The namespace scope for this request")->group(group);
+  app.add_option("--request-timeout", g.request_timeout,
+                 "How long to wait for a single server request (e.g. 1s, 2m); 0 waits forever")
+      ->default_str("0")
+      ->group(group);
+  app.add_option("-v,--verbosity", g.verbosity, "Log level; 1 and above logs every HTTP request (method, URL, status, duration) to stderr")
+      ->default_str("0")
+      ->check(CLI::Range(0, 10))
+      ->group(group);
+  app.add_flag("--no-color", g.no_color, "Never use colors (also: the NO_COLOR environment variable)")->group(group);
+}
+
+// CLI11 wraps its messages over several lines and capitalises them; gpuctl prints one line.
+std::string one_line(std::string text) {
+  for (auto& c : text) {
+    if (c == '\n') c = ' ';
+  }
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string command_path(const CLI::App* app) {
+  std::string path;
+  for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {
+    path = path.empty() ? a->get_name() : a->get_name() + " " + path;
+  }
+  return path;
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {
+  AppContext context(streams, std::move(environment));
+  CLI::App app{"gpuctl: GPU cluster administration for Kubernetes", "gpuctl"};
+  app.footer(
+      "Exit codes: 0 success, 1 failure talking to the cluster or carrying out the operation, 2 usage error.\n"
+      "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
+  app.fallthrough();  // global flags may follow the subcommand, as with kubectl
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the version and the git commit gpuctl was built from");
+  add_global_flags(app, context.globals());
+  for (const auto& spec : command_table()) spec.register_command(app, context);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    // Help for the innermost selected subcommand, or the app.
+    const CLI::App* target = &app;
+    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+    streams.out << target->help();
+    return static_cast<int>(ExitCode::ok);
+  } catch (const CLI::CallForAllHelp&) {
+    streams.out << app.help("", CLI::AppFormatMode::All);
+    return static_cast<int>(ExitCode::ok);
+  } catch (const CLI::ParseError& e) {
+    const CLI::App* target = &app;
+    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+    streams.err << fmt::format("error: {} (see '{} --help')\n", one_line(e.what()), command_path(target));
+    return static_cast<int>(ExitCode::usage);
+  }
+
+  if (show_version) {
+    streams.out << fmt::format("gpuctl {} (commit {})\n", build_version(), build_commit());
+    return static_cast<int>(ExitCode::ok);
+  }
+  if (!context.run) {
+    streams.out << app.help();
+    return static_cast<int>(ExitCode::ok);
+  }
+  Result<ExitCode> result = context.run();
+  streams.out.flush();
+  if (!result) {
+    streams.err << "error: " << one_line(result.error().message) << '\n';
+    return static_cast<int>(exit_code_for(result.error()));
+  }
+  if (!streams.out) {
+    streams.err << "error: writing the output failed (is the disk full or the pipe closed?)\n";
+    return static_cast<int>(ExitCode::failure);
+  }
+  return static_cast<int>(*result);
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,78 @@
+#pragma once
+// What every subcommand shares: the output streams, the global flags, and the lazily built
+// Kubernetes client (only commands that talk to the cluster load the kubeconfig).
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "exit_code.hpp"
+#include "gpuctl/error.hpp"
+#include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/config.hpp"
+
+namespace gpuctl::cli {
+
+struct Streams {
+  std::ostream& out;
+  std::ostream& err;
+  bool out_is_terminal = false;
+  bool err_is_terminal = false;
+  bool stdin_is_terminal = false;
+};
+
+struct GlobalOptions {
+  std::string kubeconfig;
+  std::string context;
+  std::string namespace_name;
+  std::string request_timeout = "0";
+  int verbosity = 0;
+  bool no_color = false;
+};
+
+// Seams for in-process tests: where configuration and the transport come from.
+struct Environment {
+  std::function<Result<kube::RestConfig>(const kube::LoadOptions&)> load_config;
+  std::function<std::unique_ptr<kube::Transport>(const kube::RestConfig&, const kube::TransportSettings&)> make_transport;
+  std::function<kube::LoadOptions()> load_options_from_environment;
+  bool no_color_env = false;  // NO_COLOR is set
+};
+
+Environment default_environment();
+
+class AppContext {
+ public:
+  AppContext(Streams streams, Environment environment);
+
+  Streams& streams() { return streams_; }
+  GlobalOptions& globals() { return globals_; }
+
+  // Loads the kubeconfig and builds the client on first use ("complete").
+  Result<kube::Client*> client();
+  // The namespace from -n, else the context's, else "default". Needs the configuration.
+  Result<std::string> namespace_name();
+  // Colors only on a terminal, and never with --no-color or NO_COLOR.
+  bool color() const;
+  // Prints "Warning: ..." lines on stderr (server warnings, partial failures).
+  void warn(const std::string& message);
+
+  // The selected subcommand's run step, set by its parse callback.
+  std::function<Result<ExitCode>()> run;
+
+ private:
+  Result<kube::RestConfig> load_config();
+
+  Streams streams_;
+  Environment environment_;
+  GlobalOptions globals_;
+  std::optional<kube::RestConfig> config_;
+  std::unique_ptr<kube::Client> client_;
+};
+
+// Runs gpuctl with these arguments; returns the exit code. main() and the CLI tests call it.
+int run_cli(int argc, const char* const* argv, Streams streams, Environment environment);
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,162 @@
+// gpuctl nodes: the GPU inventory of the cluster at a glance.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "output_format.hpp"
+#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/output/table.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::cli {
+namespace {
+
+struct NodesOptions {
+  std::string selector;
+  bool all = false;
+  std::string sort_by = "name";
+  bool no_headers = false;
+  std::string output;
+  bool from_cache = false;
+};
+
+using output::Cell;
+using output::Style;
+
+std::string status_text(const ops::NodeGpuInfo& n) {
+  return n.schedulable ? n.readiness : n.readiness + ",SchedulingDisabled";
+}
+
+Style status_style(const ops::NodeGpuInfo& n) {
+  if (n.readiness != "Ready") return Style::bad;
+  return n.schedulable ? Style::plain : Style::warn;
+}
+
+std::string taints_text(const ops::NodeGpuInfo& n, bool wide) {
+  if (n.taints.empty()) return "<none>";
+  std::vector<std::string> parts;
+  for (const auto& t : n.taints) parts.push_back(wide ? kube::to_string(t) : t.key + ":" + t.effect);
+  if (!wide && parts.size() > 2) {
+    return fmt::format("{},+{}", fmt::join(parts.begin(), parts.begin() + 2, ","), parts.size() - 2);
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+std::string or_none(const std::string& s) { return s.empty() ? "<none>" : s; }
+
+std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOptions& o, bool color) {
+  std::vector<std::string> headers = {"NAME", "STATUS", "PRODUCT", "CAPACITY", "ALLOCATABLE", "USED", "FREE", "UNHEALTHY", "TAINTS", "AGE"};
+  if (wide) {
+    for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"}) headers.emplace_back(h);
+  }
+  output::Table table(headers);
+  for (const auto& n : inv.nodes) {
+    std::vector<Cell> row = {
+        Cell(n.name),
+        Cell(status_text(n), status_style(n)),
+        Cell(or_none(n.product)),
+        Cell(std::to_string(n.gpus.capacity)),
+        Cell(std::to_string(n.gpus.allocatable)),
+        Cell(std::to_string(n.gpus.used)),
+        Cell(std::to_string(n.gpus.free()), n.gpu_node && n.gpus.free() == 0 ? Style::warn : Style::plain),
+        Cell(std::to_string(n.unhealthy()), n.unhealthy() > 0 ? Style::bad : Style::plain),
+        Cell(taints_text(n, wide)),
+        Cell(util::human_duration(std::chrono::seconds(n.age_seconds))),
+    };
+    if (wide) {
+      std::vector<std::string> other;
+      for (const auto& r : n.other_resources) {
+        std::string short_name = r.name.substr(ops::kNvidiaResourcePrefix.size());
+        other.push_back(fmt::format("{}={}/{}", short_name, r.used, r.allocatable));
+      }
+      std::vector<std::string> conditions;
+      for (const auto& c : n.problem_conditions) conditions.push_back(c.type);
+      std::string cordoned = "<none>";
+      if (n.cordon) {
+        cordoned = fmt::format("\"{}\" by {} at {}", n.cordon->reason, or_none(n.cordon->by), or_none(n.cordon->at));
+      }
+      row.emplace_back(or_none(n.driver_version));
+      row.emplace_back(or_none(n.cuda_version));
+      row.emplace_back(other.empty() ? "<none>" : fmt::format("{}", fmt::join(other, ",")));
+      row.emplace_back(conditions.empty() ? Cell("<none>") : Cell(fmt::format("{}", fmt::join(conditions, ",")), Style::bad));
+      row.emplace_back(or_none(n.internal_ip));
+      row.emplace_back(or_none(n.kubelet_version));
+      row.emplace_back(cordoned);
+    }
+    table.add_row(std::move(row));
+  }
+  std::string text = table.render({!o.no_headers, color});
+  if (!o.no_headers && !inv.products.empty()) {
+    output::Table summary({"PRODUCT", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
+    for (const auto& p : inv.products) {
+      summary.add_row({or_none(p.product), std::to_string(p.nodes), std::to_string(p.capacity), std::to_string(p.allocatable),
+                       std::to_string(p.used), std::to_string(p.free)});
+    }
+    text += "\n" + summary.render({true, color});
+  }
+  return text;
+}
+
+Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  // run
+  ops::NodeInventoryOptions options{o.selector, o.all, o.from_cache};
+  GPUCTL_TRY_ASSIGN(ops::NodeInventory inventory, ops::collect_node_inventory(*client, options));
+  GPUCTL_TRY(ops::sort_nodes(inventory.nodes, o.sort_by));
+
+  auto& out = ctx.streams().out;
+  switch (format) {
+    case OutputFormat::json:
+    case OutputFormat::yaml: out << render_structured(ops::to_json(inventory), format); break;
+    case OutputFormat::name:
+      for (const auto& n : inventory.nodes) out << "node/" << n.name << '\n';
+      break;
+    case OutputFormat::table:
+    case OutputFormat::wide:
+      if (inventory.nodes.empty()) {
+        ctx.streams().err << (o.all ? "No nodes found" : "No GPU nodes found (use --all to list every node)")
+                          << (o.selector.empty() ? "" : " matching -l " + o.selector) << ".\n";
+        break;
+      }
+      out << node_table(inventory, format == OutputFormat::wide, o, ctx.color());
+      break;
+  }
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_nodes(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<NodesOptions>();
+  auto* cmd = app.add_subcommand("nodes", "List GPU nodes: product, GPU capacity, allocatable, used, free and unhealthy");
+  cmd->footer(R"(GPU nodes are nodes that advertise an nvidia.com/* resource or carry a GPU product label
+(nvidia.com/gpu.product, cloud.google.com/gke-accelerator, accelerator, ...). USED is the sum of
+the GPU requests of the non-terminal pods bound to the node; UNHEALTHY is capacity - allocatable
+(devices the device plugin reported unhealthy). A summary per product follows the table.
+
+Examples:
+  # Every GPU node, with a summary per product
+  gpuctl nodes
+
+  # A100 nodes with driver, CUDA, MIG resources and cordon reasons
+  gpuctl nodes -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB -o wide
+
+  # Nodes with the most free GPUs last, for a script
+  gpuctl nodes --sort-by free --no-headers
+
+  # The stable JSON schema (kind GPUNodeList) for scripts
+  gpuctl nodes -o json | jq '.items[] | select(.gpus.free > 0) | .name')");
+  cmd->add_option("-l,--selector", o->selector, "Label selector to filter nodes on (e.g. key1=value1,key2 in (a,b))");
+  cmd->add_flag("--all", o->all, "List every node, not only GPU nodes");
+  cmd->add_option("--sort-by", o->sort_by, "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
+      ->default_str("name")
+      ->check(CLI::IsMember(std::vector<std::string>(ops::node_sort_keys().begin(), ops::node_sort_keys().end())));
+  cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no summary (for scripts)");
+  cmd->add_flag("--from-cache", o->from_cache, "Read from the API server's watch cache (resourceVersion=0): cheaper on big clusters, possibly seconds stale");
+  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+  cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_nodes(*o, ctx); }; });
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,19 @@
+#pragma once
+// The command table: every subcommand registers itself from its own cmd_<name>.cpp.
+#include <CLI/CLI.hpp>
+
+#include "app.hpp"
+
+namespace gpuctl::cli {
+
+struct CommandSpec {
+  const char* name;
+  const char* group;  // help section
+  void (*register_command)(CLI::App& app, AppContext& context);
+};
+
+const std::vector<CommandSpec>& command_table();
+
+void register_nodes(CLI::App& app, AppContext& context);
+
+}  // namespace gpuctl::cli

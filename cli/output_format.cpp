@@ -1,0 +1,30 @@
+#include "output_format.hpp"
+
+#include <fmt/format.h>
+
+#include "gpuctl/output/yaml.hpp"
+
+namespace gpuctl::cli {
+
+CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector<std::string>& choices) {
+  text = choices.front();
+  return app.add_option("-o,--output", text, fmt::format("Output format: {}", fmt::join(choices, "|")))
+      ->check(CLI::IsMember(choices))
+      ->default_str(choices.front());
+}
+
+Result<OutputFormat> parse_output_format(const std::string& text) {
+  if (text == "table") return OutputFormat::table;
+  if (text == "wide") return OutputFormat::wide;
+  if (text == "json") return OutputFormat::json;
+  if (text == "yaml") return OutputFormat::yaml;
+  if (text == "name") return OutputFormat::name;
+  return fail(Errc::invalid_argument, fmt::format("--output: unknown format \"{}\"", text));
+}
+
+std::string render_structured(const nlohmann::json& value, OutputFormat format) {
+  if (format == OutputFormat::yaml) return output::to_yaml(value);
+  return value.dump(2) + "\n";
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,63 @@
+#pragma once
+// Small, pure readers over Kubernetes objects kept as JSON. gpuctl reads the handful of fields
+// it needs rather than modelling whole API types; unknown fields pass through untouched.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/kube/quantity.hpp"
+
+namespace gpuctl::kube {
+
+using json = nlohmann::json;
+using ResourceList = std::map<std::string, Quantity>;
+
+// metadata.name / metadata.namespace, or "" when absent.
+std::string name_of(const json& object);
+std::string namespace_of(const json& object);
+// metadata.labels[key] / metadata.annotations[key], if set.
+std::optional<std::string> label_of(const json& object, std::string_view key);
+std::optional<std::string> annotation_of(const json& object, std::string_view key);
+
+// A ResourceList object ({"cpu":"2","nvidia.com/gpu":"8"}); entries that do not parse are skipped.
+ResourceList parse_resource_list(const json& list);
+
+// The resources a pod asks the scheduler for, by the rule the scheduler and quota use: the larger
+// of the sum over app containers and the largest init container (restartable "sidecar" init
+// containers count as running alongside), plus spec.overhead. A limit without a request counts
+// as the request, as the API server's defaulting makes it.
+ResourceList pod_requests(const json& pod);
+
+// Succeeded or Failed: the pod holds no resources any more.
+bool pod_is_terminal(const json& pod);
+
+struct Taint {
+  std::string key;
+  std::string value;
+  std::string effect;      // NoSchedule, PreferNoSchedule or NoExecute
+  std::string time_added;  // RFC 3339, NoExecute only
+  friend bool operator==(const Taint&, const Taint&) = default;
+};
+std::vector<Taint> node_taints(const json& node);
+json to_json(const Taint& taint);
+// "key=value:Effect", or "key:Effect" when the value is empty (kubectl's notation).
+std::string to_string(const Taint& taint);
+
+struct NodeCondition {
+  std::string type;
+  std::string status;  // True, False, Unknown
+  std::string reason;
+  std::string message;
+};
+std::vector<NodeCondition> node_conditions(const json& node);
+// "Ready", "NotReady" or "Unknown", from the Ready condition.
+std::string node_readiness(const json& node);
+bool node_unschedulable(const json& node);
+// The first status.addresses entry of this type ("InternalIP", "ExternalIP", "Hostname").
+std::string node_address(const json& node, std::string_view type);
+
+}  // namespace gpuctl::kube

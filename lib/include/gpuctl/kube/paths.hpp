@@ -1,0 +1,35 @@
+#pragma once
+// REST paths of the resources gpuctl touches. Names are percent-encoded, so a hostile name
+// cannot change the path. The only place that knows the URL layout of the API.
+#include <string>
+#include <string_view>
+
+namespace gpuctl::kube::paths {
+
+std::string nodes();
+std::string node(std::string_view name);
+std::string node_status(std::string_view name);
+
+std::string namespaces();
+std::string namespace_(std::string_view name);
+
+// Pods in every namespace when `ns` is empty.
+std::string pods(std::string_view ns = {});
+std::string pod(std::string_view ns, std::string_view name);
+std::string pod_eviction(std::string_view ns, std::string_view name);
+std::string pod_log(std::string_view ns, std::string_view name);
+
+std::string jobs(std::string_view ns = {});
+std::string job(std::string_view ns, std::string_view name);
+
+std::string resource_quotas(std::string_view ns = {});
+std::string resource_quota(std::string_view ns, std::string_view name);
+std::string limit_ranges(std::string_view ns = {});
+std::string limit_range(std::string_view ns, std::string_view name);
+std::string pod_disruption_budgets(std::string_view ns = {});
+std::string persistent_volume_claim(std::string_view ns, std::string_view name);
+std::string events(std::string_view ns = {});
+std::string daemon_set(std::string_view ns, std::string_view name);
+std::string core_v1_discovery();  // /api/v1, to find the pods/eviction subresource
+
+}  // namespace gpuctl::kube::paths

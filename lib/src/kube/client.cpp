@@ -1,0 +1,525 @@
+#include "gpuctl/kube/client.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/exec_credential.hpp"
+#include "kube/base64.hpp"
+
+namespace gpuctl::kube {
+
+using namespace std::chrono_literals;
+
+std::string percent_encode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(text.size());
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(kHex[c >> 4]);
+      out.push_back(kHex[c & 0xF]);
+    }
+  }
+  return out;
+}
+
+std::string Query::encode() const {
+  std::string out;
+  for (const auto& [key, value] : params_) {
+    out += out.empty() ? '?' : '&';
+    out += percent_encode(key);
+    out += '=';
+    out += percent_encode(value);
+  }
+  return out;
+}
+
+namespace {
+
+bool is_idempotent(std::string_view method) { return method == "GET"; }
+
+std::optional<int> parse_retry_after(std::string_view value) {
+  if (value.empty()) return std::nullopt;
+  int seconds = 0;
+  for (char c : value) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return std::nullopt;  // HTTP-dates are not sent by the API server
+    seconds = seconds * 10 + (c - '0');
+    if (seconds > 86400) return 86400;
+  }
+  return seconds;
+}
+
+// `299 - "text"` -> `text`; anything else is passed on whole.
+std::string warning_text(std::string_view header) {
+  auto first = header.find('"');
+  auto last = header.rfind('"');
+  if (first != std::string_view::npos && last != std::string_view::npos && last > first) {
+    std::string text;
+    for (auto i = first + 1; i < last; ++i) {
+      if (header[i] == '\\' && i + 1 < last) ++i;
+      text.push_back(header[i]);
+    }
+    return text;
+  }
+  return std::string(header);
+}
+
+std::string collapse_whitespace(std::string_view s) {
+  std::string out;
+  bool space = false;
+  for (char c : s) {
+    if (std::isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(c);
+  }
+  return out;
+}
+
+std::string path_of(std::string_view url) {
+  auto scheme = url.find("://");
+  auto slash = url.find('/', scheme == std::string_view::npos ? 0 : scheme + 3);
+  if (slash == std::string_view::npos) return "/";
+  auto q = url.find('?', slash);
+  return std::string(url.substr(slash, q == std::string_view::npos ? std::string_view::npos : q - slash));
+}
+
+}  // namespace
+
+Error decode_api_error(const HttpResponse& response, std::string_view method, std::string_view url) {
+  Error e;
+  e.code = Errc::api;
+  e.http_status = response.status;
+  if (auto ra = parse_retry_after(response.header("retry-after"))) e.retry_after_seconds = *ra;
+
+  std::string server_message;
+  bool decoded = false;
+  if (response.header("content-type").find("json") != std::string_view::npos || response.body.starts_with("{")) {
+    auto status = json::parse(response.body, nullptr, false);
+    if (status.is_object() && status.value("kind", "") == "Status") {
+      decoded = true;
+      server_message = status.value("message", "");
+      e.reason = status.value("reason", "");
+      if (auto d = status.find("details"); d != status.end() && d->is_object()) {
+        if (auto ra = d->find("retryAfterSeconds"); ra != d->end() && ra->is_number_integer() && ra->get<int>() > 0) {
+          e.retry_after_seconds = ra->get<int>();
+        }
+        if (auto causes = d->find("causes"); causes != d->end() && causes->is_array()) {
+          for (const auto& c : *causes) {
+            if (!c.is_object()) continue;
+            e.causes.push_back({c.value("reason", ""), c.value("message", ""), c.value("field", "")});
+          }
+        }
+      }
+      if (auto md = status.find("metadata"); md != status.end() && md->is_object()) {
+        e.continue_token = md->value("continue", "");
+      }
+    }
+  }
+  if (!decoded) server_message = collapse_whitespace(response.body.substr(0, 2048));
+
+  std::string what = fmt::format("{} {}", method, path_of(url));
+  switch (response.status) {
+    case 401:
+      e.message = fmt::format("unauthorized: the API server rejected these credentials ({}); log in again or refresh the token or certificate in your kubeconfig",
+                              server_message.empty() ? "Unauthorized" : server_message);
+      break;
+    case 403:
+      if (e.reason == "Forbidden" && server_message.find("cannot ") != std::string::npos) {
+        // RBAC: 'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope'
+        e.message = fmt::format("forbidden: {}; ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)", server_message);
+      } else {
+        e.message = fmt::format("forbidden: {}", server_message.empty() ? what : server_message);
+      }
+      break;
+    case 404:
+      e.message = server_message.empty() ? fmt::format("not found: {}", what) : server_message;
+      break;
+    case 429:
+      if (server_message.empty() || !decoded) {
+        e.message = fmt::format("the API server is throttling requests ({}){}", server_message.empty() ? "429 Too Many Requests" : server_message,
+                                e.retry_after_seconds ? fmt::format("; it asked to retry after {}s", *e.retry_after_seconds) : "");
+      } else {
+        e.message = server_message;
+      }
+      break;
+    default:
+      if (!server_message.empty()) {
+        e.message = server_message;
+      } else {
+        e.message = fmt::format("{} answered HTTP {} with no explanation", what, response.status);
+      }
+      break;
+  }
+  if (e.reason.empty() && !decoded) {
+    switch (response.status) {
+      case 429: e.reason = "TooManyRequests"; break;
+      case 500: e.reason = "InternalError"; break;
+      case 503: e.reason = "ServiceUnavailable"; break;
+      case 504: e.reason = "Timeout"; break;
+      default: break;
+    }
+  }
+  return e;
+}
+
+struct Client::TokenFileCache {
+  std::mutex mutex;
+  std::string token;
+  std::chrono::steady_clock::time_point read_at{};
+  bool has_read = false;
+};
+
+Client::Client(RestConfig config, std::unique_ptr<Transport> transport, ClientOptions options)
+    : config_(std::move(config)), transport_(std::move(transport)), options_(std::move(options)) {
+  if (config_.exec) exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal);
+  if (!config_.token_file.empty()) token_file_ = std::make_unique<TokenFileCache>();
+}
+
+Client::~Client() = default;
+
+void Client::sleep_for(std::chrono::milliseconds d) const {
+  if (d.count() <= 0) return;
+  if (options_.sleep) {
+    options_.sleep(d);
+  } else {
+    std::this_thread::sleep_for(d);
+  }
+}
+
+std::string Client::url_for(std::string_view path, const Query& query) const {
+  return config_.server + std::string(path) + query.encode();
+}
+
+Result<void> Client::authenticate(HttpRequest& request) {
+  request.client_cert_pem = config_.client_cert_pem;
+  request.client_key_pem = config_.client_key_pem;
+  std::string token = config_.bearer_token;
+  if (token_file_) {
+    std::lock_guard guard(token_file_->mutex);
+    auto now = std::chrono::steady_clock::now();
+    if (!token_file_->has_read || now - token_file_->read_at > 1min) {
+      std::ifstream in(config_.token_file);
+      if (in) {
+        std::stringstream ss;
+        ss << in.rdbuf();
+        std::string text = ss.str();
+        while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+        token_file_->token = text;
+        token_file_->has_read = true;
+        token_file_->read_at = now;
+      } else if (!token_file_->has_read && token.empty()) {
+        return fail(Errc::config, fmt::format("{}: tokenFile: cannot read {}", config_.origin, config_.token_file));
+      }
+    }
+    if (!token_file_->token.empty()) token = token_file_->token;
+  }
+  if (exec_) {
+    Result<ExecCredential> cred = exec_->get();
+    if (!cred) return fail(cred.error());
+    if (!cred->token.empty()) token = cred->token;
+    if (!cred->client_cert_pem.empty()) {
+      request.client_cert_pem = cred->client_cert_pem;
+      request.client_key_pem = cred->client_key_pem;
+    }
+  }
+  if (!token.empty()) {
+    request.headers.emplace_back("Authorization", "Bearer " + token);
+  } else if (!config_.username.empty() || !config_.password.empty()) {
+    request.headers.emplace_back("Authorization", "Basic " + base64_encode(config_.username + ":" + config_.password));
+  }
+  if (!config_.impersonate_user.empty()) {
+    request.headers.emplace_back("Impersonate-User", config_.impersonate_user);
+    if (!config_.impersonate_uid.empty()) request.headers.emplace_back("Impersonate-Uid", config_.impersonate_uid);
+    for (const auto& g : config_.impersonate_groups) request.headers.emplace_back("Impersonate-Group", g);
+    for (const auto& [key, values] : config_.impersonate_extra) {
+      for (const auto& v : values) request.headers.emplace_back("Impersonate-Extra-" + percent_encode(key), v);
+    }
+  }
+  return {};
+}
+
+Result<HttpResponse> Client::send(HttpRequest request) { return send_impl(std::move(request), nullptr); }
+
+Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandler* on_chunk) {
+  if (request.timeout.count() == 0) request.timeout = options_.request_timeout;
+  bool has_accept = std::any_of(request.headers.begin(), request.headers.end(),
+                                [](const auto& h) { return h.first == "Accept"; });
+  if (!has_accept) request.headers.emplace_back("Accept", "application/json");
+  const auto base_headers = request.headers;
+  thread_local std::mt19937 rng{std::random_device{}()};
+
+  bool exec_refreshed = false;
+  int transport_retries = 0;
+  for (int attempt = 1;; ++attempt) {
+    HttpRequest wire = request;
+    wire.headers = base_headers;
+    GPUCTL_TRY(authenticate(wire));
+    auto started = std::chrono::steady_clock::now();
+    Result<HttpResponse> sent = on_chunk ? transport_->send_streaming(wire, *on_chunk) : transport_->send(wire);
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+    if (options_.on_request) {
+      options_.on_request(RequestLog{wire.method, wire.url, sent ? sent->status : 0, elapsed, attempt,
+                                     sent ? std::string() : sent.error().message});
+    }
+    if (!sent) {
+      // Only reads are retried after a transport failure: a write may have been applied.
+      if (sent.error().code == Errc::transport && is_idempotent(wire.method) && attempt <= options_.max_retries &&
+          transport_retries < 5) {
+        ++transport_retries;
+        auto cap = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(transport_retries, 10)));
+        std::uniform_int_distribution<long long> jitter(cap.count() / 2, std::max<long long>(cap.count(), 1));
+        sleep_for(std::chrono::milliseconds(jitter(rng)));
+        continue;
+      }
+      return sent;
+    }
+    HttpResponse& response = *sent;
+    if (options_.on_warning) {
+      for (auto w : response.headers_named("warning")) options_.on_warning(warning_text(w));
+    }
+    if (response.status >= 200 && response.status < 300) return sent;
+
+    if (response.status == 401 && exec_ && !exec_refreshed) {
+      // Credentials from an exec plugin may have been revoked early: run it again, once.
+      exec_refreshed = true;
+      auto stale = exec_->get();
+      if (stale) {
+        auto fresh = exec_->refresh(*stale);
+        if (!fresh) return fail(fresh.error());
+      }
+      continue;
+    }
+    Error error = decode_api_error(response, wire.method, wire.url);
+    bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
+    // The eviction API's budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
+    if (retryable && attempt <= options_.max_retries) {
+      auto wait = std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap);
+      sleep_for(std::max<std::chrono::milliseconds>(wait, 1ms));
+      continue;
+    }
+    return fail(std::move(error));
+  }
+}
+
+namespace {
+Result<json> parse_json_body(const HttpResponse& response, std::string_view what) {
+  if (response.body.empty()) return json::object();
+  auto parsed = json::parse(response.body, nullptr, false);
+  if (parsed.is_discarded()) {
+    return fail(Errc::parse, fmt::format("{}: the API server's answer is not valid JSON ({} bytes, starts with \"{}\")", what,
+                                         response.body.size(), collapse_whitespace(response.body.substr(0, 60))));
+  }
+  return parsed;
+}
+}  // namespace
+
+Result<json> Client::get(std::string_view path, const Query& query) {
+  HttpRequest req;
+  req.method = "GET";
+  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return parse_json_body(resp, fmt::format("GET {}", path));
+}
+
+Result<std::string> Client::get_text(std::string_view path, const Query& query) {
+  HttpRequest req;
+  req.method = "GET";
+  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return std::move(resp.body);
+}
+
+namespace {
+std::string write_query_params(const WriteOptions& options, Query query = {}) {
+  query.add_if(options.dry_run, "dryRun", "All");
+  query.add_if(!options.field_validation.empty(), "fieldValidation", options.field_validation);
+  query.add_if(!options.field_manager.empty(), "fieldManager", options.field_manager);
+  return query.encode();
+}
+}  // namespace
+
+Result<json> Client::create(std::string_view path, const json& body, const WriteOptions& options) {
+  HttpRequest req;
+  req.method = "POST";
+  req.url = config_.server + std::string(path) + write_query_params(options);
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.body = body.dump();
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return parse_json_body(resp, fmt::format("POST {}", path));
+}
+
+Result<json> Client::replace(std::string_view path, const json& body, const WriteOptions& options) {
+  HttpRequest req;
+  req.method = "PUT";
+  req.url = config_.server + std::string(path) + write_query_params(options);
+  req.headers.emplace_back("Content-Type", "application/json");
+  req.body = body.dump();
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return parse_json_body(resp, fmt::format("PUT {}", path));
+}
+
+Result<json> Client::patch(std::string_view path, PatchType type, const json& body, const WriteOptions& options) {
+  HttpRequest req;
+  req.method = "PATCH";
+  req.url = config_.server + std::string(path) + write_query_params(options);
+  switch (type) {
+    case PatchType::merge: req.headers.emplace_back("Content-Type", "application/merge-patch+json"); break;
+    case PatchType::strategic_merge: req.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json"); break;
+    case PatchType::json_patch: req.headers.emplace_back("Content-Type", "application/json-patch+json"); break;
+  }
+  req.body = body.dump();
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return parse_json_body(resp, fmt::format("PATCH {}", path));
+}
+
+Result<json> Client::remove(std::string_view path, const json& delete_options, const WriteOptions& options) {
+  HttpRequest req;
+  req.method = "DELETE";
+  req.url = config_.server + std::string(path) + write_query_params(options);
+  if (!delete_options.is_null()) {
+    req.headers.emplace_back("Content-Type", "application/json");
+    req.body = delete_options.dump();
+  }
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return parse_json_body(resp, fmt::format("DELETE {}", path));
+}
+
+Result<ListResult> Client::list(std::string_view path, const ListOptions& options) {
+  ListResult result;
+  std::string token;
+  for (;;) {
+    Query query;
+    query.add_if(!options.label_selector.empty(), "labelSelector", options.label_selector);
+    query.add_if(!options.field_selector.empty(), "fieldSelector", options.field_selector);
+    query.add_if(options.limit > 0, "limit", std::to_string(options.limit));
+    // resourceVersion must not accompany continue; the token pins the snapshot itself.
+    query.add_if(options.from_cache && token.empty(), "resourceVersion", "0");
+    query.add_if(!token.empty(), "continue", token);
+    auto page = get(path, query);
+    if (!page) {
+      if (page.error().is_gone() && !token.empty()) {
+        if (options.accept_inconsistent && !page.error().continue_token.empty()) {
+          token = page.error().continue_token;
+          continue;
+        }
+        if (result.restarts >= options.max_restarts) {
+          return fail(page.error().with_context(fmt::format(
+              "listing {} expired {} times in a row (the cluster changes faster than the list can be read); retry, or raise the page size",
+              path, result.restarts + 1)));
+        }
+        ++result.restarts;
+        result.items.clear();
+        result.pages = 0;
+        token.clear();
+        continue;
+      }
+      return fail(page.error());
+    }
+    ++result.pages;
+    if (!page->is_object()) return fail(Errc::parse, fmt::format("GET {}: expected a list object", path));
+    if (auto items = page->find("items"); items != page->end() && items->is_array()) {
+      for (auto& item : *items) result.items.push_back(std::move(item));
+    }
+    const json& metadata = page->contains("metadata") ? (*page)["metadata"] : json::object();
+    result.resource_version = metadata.value("resourceVersion", "");
+    token = metadata.value("continue", "");
+    if (token.empty() || options.limit <= 0) break;
+  }
+  return result;
+}
+
+Result<void> Client::watch(std::string_view path, const WatchOptions& options,
+                           const std::function<bool(const WatchEvent&)>& on_event) {
+  Query query;
+  query.add("watch", "1");
+  query.add_if(!options.label_selector.empty(), "labelSelector", options.label_selector);
+  query.add_if(!options.field_selector.empty(), "fieldSelector", options.field_selector);
+  query.add_if(!options.resource_version.empty(), "resourceVersion", options.resource_version);
+  query.add_if(options.allow_bookmarks, "allowWatchBookmarks", "true");
+  query.add_if(options.timeout_seconds > 0, "timeoutSeconds", std::to_string(options.timeout_seconds));
+  HttpRequest req;
+  req.method = "GET";
+  req.url = url_for(path, query);
+  // The server ends the watch after timeoutSeconds; give it room before we give up ourselves.
+  req.timeout = options.timeout_seconds > 0 ? std::chrono::seconds(options.timeout_seconds + 30) : std::chrono::milliseconds(0);
+
+  std::string buffer;
+  std::optional<Error> watch_error;
+  bool stopped = false;
+  BodyChunkHandler handler = [&](std::string_view chunk) {
+    buffer.append(chunk);
+    std::size_t newline;
+    while ((newline = buffer.find('\n')) != std::string::npos) {
+      std::string line = buffer.substr(0, newline);
+      buffer.erase(0, newline + 1);
+      if (line.empty()) continue;
+      auto event = json::parse(line, nullptr, false);
+      if (!event.is_object()) {
+        watch_error = Error{Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path), 0, {}, {}, std::nullopt, {}};
+        return false;
+      }
+      WatchEvent ev{event.value("type", ""), event.value("object", json::object())};
+      if (ev.type == "ERROR") {
+        HttpResponse fake;
+        fake.status = ev.object.value("code", 500);
+        fake.headers.emplace_back("content-type", "application/json");
+        fake.body = ev.object.dump();
+        watch_error = decode_api_error(fake, "WATCH", req.url);
+        return false;
+      }
+      if (!on_event(ev)) {
+        stopped = true;
+        return false;
+      }
+    }
+    return true;
+  };
+  auto resp = send_impl(std::move(req), &handler);
+  if (watch_error) return fail(*watch_error);
+  if (!resp) {
+    if (stopped) return {};
+    return fail(resp.error());
+  }
+  return {};
+}
+
+Result<void> Client::stream_text(std::string_view path, const Query& query,
+                                 const std::function<bool(std::string_view)>& on_chunk) {
+  HttpRequest req;
+  req.method = "GET";
+  req.url = url_for(path, query);
+  req.timeout = std::chrono::milliseconds(0);
+  BodyChunkHandler handler = [&](std::string_view chunk) { return on_chunk(chunk); };
+  GPUCTL_TRY(send_impl(std::move(req), &handler));
+  return {};
+}
+
+Result<std::string> Client::whoami() {
+  json review = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "SelfSubjectReview"}};
+  auto answer = create("/apis/authentication.k8s.io/v1/selfsubjectreviews", review);
+  if (answer) {
+    auto name = answer->value("/status/userInfo/username"_json_pointer, std::string());
+    if (!name.empty()) return name;
+  } else if (!answer.error().is_not_found() && answer.error().http_status != 403) {
+    return fail(answer.error());
+  }
+  if (!config_.user.empty()) return config_.user;
+  return std::string("unknown");
+}
+
+}  // namespace gpuctl::kube

@@ -1,0 +1,307 @@
+// libcurl behind the Transport interface. Private to the library: no public header includes
+// curl. Easy handles are pooled so several threads (parallel drains) can send at once, and a
+// share handle lets them reuse connections, TLS sessions and DNS answers.
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cctype>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/transport.hpp"
+
+namespace gpuctl::kube {
+namespace {
+
+struct EasyDeleter {
+  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+};
+using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
+
+struct SlistDeleter {
+  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+};
+using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return std::string(s);
+}
+
+// Splits "https://host:port/path" into its parts; enough for rewriting the host for
+// tls-server-name. Returns false when the URL has no scheme.
+struct UrlParts {
+  std::string scheme, host, port, rest;
+};
+bool split_url(const std::string& url, UrlParts& out) {
+  auto scheme_end = url.find("://");
+  if (scheme_end == std::string::npos) return false;
+  out.scheme = url.substr(0, scheme_end);
+  auto host_start = scheme_end + 3;
+  auto path_start = url.find('/', host_start);
+  std::string authority = url.substr(host_start, path_start == std::string::npos ? std::string::npos : path_start - host_start);
+  out.rest = path_start == std::string::npos ? "" : url.substr(path_start);
+  if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
+    auto close = authority.find(']');
+    out.host = authority.substr(0, close + 1);
+    if (close + 1 < authority.size() && authority[close + 1] == ':') out.port = authority.substr(close + 2);
+  } else {
+    auto colon = authority.rfind(':');
+    out.host = colon == std::string::npos ? authority : authority.substr(0, colon);
+    out.port = colon == std::string::npos ? "" : authority.substr(colon + 1);
+  }
+  if (out.port.empty()) out.port = out.scheme == "https" ? "443" : "80";
+  return true;
+}
+
+struct Exchange {
+  HttpResponse response;
+  const BodyChunkHandler* on_chunk = nullptr;
+  bool stopped_by_handler = false;
+  bool status_seen = false;
+};
+
+size_t on_header(char* data, size_t size, size_t count, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  std::string_view line(data, size * count);
+  if (line.starts_with("HTTP/")) {
+    // A new response (after a redirect or a 100 Continue): start over.
+    ex->response.headers.clear();
+    auto sp = line.find(' ');
+    if (sp != std::string_view::npos) {
+      ex->response.status = std::atoi(std::string(line.substr(sp + 1, 3)).c_str());
+    }
+    ex->status_seen = true;
+    return size * count;
+  }
+  auto colon = line.find(':');
+  if (colon != std::string_view::npos) {
+    ex->response.headers.emplace_back(lower(std::string(line.substr(0, colon))), trim(line.substr(colon + 1)));
+  }
+  return size * count;
+}
+
+size_t on_body(char* data, size_t size, size_t count, void* user) {
+  auto* ex = static_cast<Exchange*>(user);
+  std::string_view chunk(data, size * count);
+  bool success = ex->response.status >= 200 && ex->response.status < 300;
+  if (ex->on_chunk != nullptr && success) {
+    if (!(*ex->on_chunk)(chunk)) {
+      ex->stopped_by_handler = true;
+      return 0;  // makes curl stop with CURLE_WRITE_ERROR, which we treat as a clean stop
+    }
+    return chunk.size();
+  }
+  ex->response.body.append(chunk);
+  return chunk.size();
+}
+
+class CurlTransport final : public Transport {
+ public:
+  explicit CurlTransport(TransportSettings settings) : settings_(std::move(settings)) {
+    share_ = curl_share_init();
+    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &CurlTransport::lock);
+    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &CurlTransport::unlock);
+    curl_share_setopt(share_, CURLSHOPT_USERDATA, this);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+  }
+  ~CurlTransport() override {
+    pool_.clear();  // easy handles must go before the share handle
+    curl_share_cleanup(share_);
+  }
+  CurlTransport(const CurlTransport&) = delete;
+  CurlTransport& operator=(const CurlTransport&) = delete;
+
+  Result<HttpResponse> send(const HttpRequest& request) override { return perform(request, nullptr); }
+  Result<HttpResponse> send_streaming(const HttpRequest& request, const BodyChunkHandler& on_chunk) override {
+    return perform(request, &on_chunk);
+  }
+
+ private:
+  static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<CurlTransport*>(user)->share_locks_[static_cast<size_t>(data) % kLocks].lock();
+  }
+  static void unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<CurlTransport*>(user)->share_locks_[static_cast<size_t>(data) % kLocks].unlock();
+  }
+
+  EasyHandle acquire() {
+    std::lock_guard guard(pool_mutex_);
+    if (!pool_.empty()) {
+      EasyHandle h = std::move(pool_.back());
+      pool_.pop_back();
+      return h;
+    }
+    return EasyHandle(curl_easy_init());
+  }
+  void release(EasyHandle h) {
+    std::lock_guard guard(pool_mutex_);
+    pool_.push_back(std::move(h));
+  }
+
+  Result<HttpResponse> perform(const HttpRequest& request, const BodyChunkHandler* on_chunk) {
+    EasyHandle handle = acquire();
+    if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
+    CURL* h = handle.get();
+    curl_easy_reset(h);
+
+    Exchange ex;
+    ex.on_chunk = on_chunk;
+    char error_buffer[CURL_ERROR_SIZE] = {0};
+
+    std::string url = request.url;
+    Slist headers;
+    auto add_header = [&headers](const std::string& line) {
+      headers.reset(curl_slist_append(headers.release(), line.c_str()));
+    };
+    std::string connect_to;
+    Slist connect_to_list;
+    if (!settings_.tls_server_name.empty()) {
+      // Verify (and send SNI for) tls-server-name while connecting to the configured address:
+      // address the URL to the TLS name and tell curl where that name really lives.
+      UrlParts parts;
+      if (split_url(url, parts)) {
+        connect_to = fmt::format("{}:{}:{}:{}", settings_.tls_server_name, parts.port, parts.host, parts.port);
+        connect_to_list.reset(curl_slist_append(nullptr, connect_to.c_str()));
+        add_header(fmt::format("Host: {}:{}", parts.host, parts.port));
+        url = fmt::format("{}://{}:{}{}", parts.scheme, settings_.tls_server_name, parts.port, parts.rest);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, connect_to_list.get());
+      }
+    }
+    for (const auto& [name, value] : request.headers) add_header(name + ": " + value);
+    add_header("Expect:");  // no 100-continue round trip for request bodies
+
+    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(h, CURLOPT_SHARE, share_);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    if (!settings_.disable_compression) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    if (!settings_.user_agent.empty()) curl_easy_setopt(h, CURLOPT_USERAGENT, settings_.user_agent.c_str());
+    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
+    auto timeout = request.timeout.count() > 0 ? request.timeout : settings_.request_timeout;
+    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+
+    // TLS
+    if (settings_.insecure_skip_tls_verify) {
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else {
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+    }
+    curl_blob ca_blob{};
+    if (!settings_.ca_pem.empty()) {
+      ca_blob = curl_blob{const_cast<char*>(settings_.ca_pem.data()), settings_.ca_pem.size(), CURL_BLOB_NOCOPY};
+      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca_blob);
+    }
+    curl_blob cert_blob{}, key_blob{};
+    if (!request.client_cert_pem.empty()) {
+      cert_blob = curl_blob{const_cast<char*>(request.client_cert_pem.data()), request.client_cert_pem.size(), CURL_BLOB_NOCOPY};
+      key_blob = curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(), CURL_BLOB_NOCOPY};
+      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert_blob);
+      curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key_blob);
+      curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (!settings_.proxy_url.empty()) curl_easy_setopt(h, CURLOPT_PROXY, settings_.proxy_url.c_str());
+
+    // Method and body
+    if (request.method == "GET") {
+      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+    } else if (request.method == "POST") {
+      curl_easy_setopt(h, CURLOPT_POST, 1L);
+    } else {
+      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+    }
+    if (request.method != "GET") {
+      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
+      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+    }
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &ex);
+
+    CURLcode rc = curl_easy_perform(h);
+    // Options that point at our stack must not outlive this call in the pooled handle.
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
+    curl_easy_setopt(h, CURLOPT_CONNECT_TO, nullptr);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+    release(std::move(handle));
+
+    if (rc == CURLE_WRITE_ERROR && ex.stopped_by_handler) return std::move(ex.response);
+    if (rc != CURLE_OK) return fail(describe_failure(rc, error_buffer, request));
+    return std::move(ex.response);
+  }
+
+  Error describe_failure(CURLcode rc, const char* detail, const HttpRequest& request) const {
+    std::string why = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
+    std::string where = server_of(request.url);
+    Error e;
+    e.code = Errc::transport;
+    switch (rc) {
+      case CURLE_OPERATION_TIMEDOUT:
+        e.code = Errc::timeout;
+        e.message = fmt::format("request to {} timed out ({}); raise --request-timeout or check that the API server is healthy", where, why);
+        break;
+      case CURLE_COULDNT_RESOLVE_HOST:
+      case CURLE_COULDNT_RESOLVE_PROXY:
+        e.message = fmt::format("cannot resolve the API server {} ({}); check the server field of the cluster in your kubeconfig", where, why);
+        break;
+      case CURLE_COULDNT_CONNECT:
+        e.message = fmt::format("cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?", where, why);
+        break;
+      case CURLE_PEER_FAILED_VERIFICATION:
+        e.message = fmt::format("the API server {} presented a certificate that could not be verified ({}); check certificate-authority(-data) or tls-server-name in your kubeconfig", where, why);
+        break;
+      case CURLE_SSL_CERTPROBLEM:
+      case CURLE_SSL_CIPHER:
+      case CURLE_SSL_CONNECT_ERROR:
+      case CURLE_SSL_CACERT_BADFILE:
+        e.message = fmt::format("TLS handshake with {} failed ({}); check the client certificate, key and CA in your kubeconfig", where, why);
+        break;
+      default:
+        e.message = fmt::format("request to {} failed: {}", where, why);
+        break;
+    }
+    return e;
+  }
+
+  static std::string server_of(const std::string& url) {
+    UrlParts parts;
+    if (!split_url(url, parts)) return url;
+    return parts.scheme + "://" + parts.host + ":" + parts.port;
+  }
+
+  static constexpr size_t kLocks = 8;
+  TransportSettings settings_;
+  CURLSH* share_ = nullptr;
+  std::mutex share_locks_[kLocks];
+  std::mutex pool_mutex_;
+  std::vector<EasyHandle> pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Transport> make_curl_transport(const TransportSettings& settings) {
+  return std::make_unique<CurlTransport>(settings);
+}
+
+}  // namespace gpuctl::kube
