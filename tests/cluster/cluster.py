@@ -290,7 +290,7 @@ NODE_KEYS = {"name", "namePrefix", "count", "startIndex", "cpu", "memory", "pods
              "gpus", "unhealthyGpus", "product", "labelScheme", "accelerator", "mig", "labels",
              "annotations", "taints", "unschedulable", "ssh", "cut", "ready", "overrides",
              "extraResources", "nodeInfo"}
-SSH_KEYS = {"fixture", "mode", "gpuIndex", "enabled", "nvmlLibraryVersion", "gpus"}
+SSH_KEYS = {"fixture", "mode", "gpuIndex", "enabled", "nvmlLibraryVersion", "gpus", "keepUuids"}
 LABEL_SCHEMES = ("gfd", "gke", "accelerator", "none")
 
 
@@ -1113,7 +1113,7 @@ class Cluster:
             "MaxStartups 1000:100:2000",
             "MaxSessions 100",
             "MaxAuthTries 6",
-            "LoginGraceTime 30",
+            "LoginGraceTime 300",   # hundreds of concurrent handshakes on 2 busy cores take a while
             "UseDNS no",
             "PrintMotd no",
             "PrintLastLog no",
@@ -1197,7 +1197,8 @@ class Cluster:
         a = n["ssh_address"]
         host = {"node": n["name"], "ip": a, "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
                 "fixture": n["ssh"].get("fixture_path"), "gpus": n["ssh"].get("gpus") or n["physical_gpus"] or None,
-                "mig": n.get("mig_devices") or None, "nvml_library_version": n["ssh"].get("nvml_library_version")}
+                "mig": n.get("mig_devices") or None, "nvml_library_version": n["ssh"].get("nvml_library_version"),
+                "uuid_seed": None if n["ssh"].get("keep_uuids") else n["name"]}
         write_file(S / "hosts" / (a + ".json"), json.dumps(host, indent=1))
         marker = S / "hosts" / (a + ".no-nvidia-smi")
         if n["ssh"]["mode"] == "no-nvidia-smi":
@@ -1213,7 +1214,10 @@ class Cluster:
         ns = "gpuctl-" + cid
         host_if, ns_if = "gc%sh" % cid[:6], "gc%sn" % cid[:6]
         err = None
-        if os.getuid() != 0:
+        st["netns"] = {"ok": False, "error": None}
+        if os.environ.get("GPUCTL_E2E_NO_NETNS"):
+            err = "disabled by GPUCTL_E2E_NO_NETNS"
+        elif os.getuid() != 0:
             err = "not root: creating a network namespace needs root (CAP_NET_ADMIN)"
         elif not shutil.which("ip"):
             err = "the `ip` command (iproute2) is missing"
@@ -1308,7 +1312,8 @@ class Cluster:
                     "label_scheme": spec.get("labelScheme", "gfd"),
                     "ssh": {"enabled": bool(ssh["enabled"]), "mode": ssh["mode"], "gpu_index": int(ssh.get("gpuIndex", 0)),
                             "fixture": ssh.get("fixture"), "fixture_path": ssh.get("fixturePath"),
-                            "gpus": ssh.get("gpus"), "nvml_library_version": ssh.get("nvmlLibraryVersion")},
+                            "gpus": ssh.get("gpus"), "nvml_library_version": ssh.get("nvmlLibraryVersion"),
+                            "keep_uuids": bool(ssh.get("keepUuids", False))},
                 }
                 if spec.get("cut"):
                     n["internal_ip"] = self.cut_address_for(n)

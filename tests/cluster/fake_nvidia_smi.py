@@ -169,17 +169,30 @@ def clone_block(block, k, minor):
     return re.sub(r"<serial>([^<]+)</serial>", serial_sub, block, count=1)
 
 
-def build_gpus(cap, count):
-    """The GPU blocks the host reports: the capture's, cloned (or cut) to `count` when set."""
+def reidentify(block, seed, i):
+    """Gives GPU i of node `seed` its own UUID and serial (real UUIDs are unique fleet-wide)."""
+    h = hashlib.md5(("%s/%d" % (seed, i)).encode()).hexdigest()
+    block = re.sub(r"<uuid>GPU-[^<]+</uuid>", "<uuid>GPU-%s-%s-%s-%s-%s</uuid>" % (
+        h[:8], h[8:12], h[12:16], h[16:20], h[20:32]), block, count=1)
+
+    def serial_sub(mm):
+        s = mm.group(1)
+        if s.isdigit() and int(s) != 0:
+            return "<serial>%s</serial>" % str(int(h, 16))[-len(s):].rjust(len(s), "1")
+        return mm.group(0)
+    return re.sub(r"<serial>([^<]+)</serial>", serial_sub, block, count=1)
+
+
+def build_gpus(cap, count, seed=None):
+    """The GPU blocks the host reports: the capture's, cloned (or cut) to `count` when set, with
+    per-node UUIDs and serials when `seed` (the node name) is given."""
     blocks = list(cap.blocks)
-    if not count or count == len(blocks) or not blocks:
-        return blocks
-    out_blocks = []
-    n = len(blocks)
-    for i in range(count):
-        b = blocks[i % n]
-        out_blocks.append(b if i < n else clone_block(b, i // n, i))
-    return out_blocks
+    if count and count != len(blocks) and blocks:
+        n = len(blocks)
+        blocks = [blocks[i % n] if i < n else clone_block(blocks[i % n], i // n, i) for i in range(count)]
+    if seed:
+        blocks = [reidentify(b, seed, i) for i, b in enumerate(blocks)]
+    return blocks
 
 
 def short_bus(block):
@@ -291,7 +304,7 @@ def main(argv):
         return RC_NOT_FOUND
     with open(fixture, encoding="utf-8", errors="replace") as f:
         cap = Capture(f.read())
-    blocks = build_gpus(cap, host.get("gpus"))
+    blocks = build_gpus(cap, host.get("gpus"), host.get("uuid_seed"))
     chosen = select_gpus(blocks, ids)
     if not chosen:
         out(MSG_NO_DEVICES + "\n")

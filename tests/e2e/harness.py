@@ -364,6 +364,23 @@ class TestCase(unittest.TestCase):
             delete_namespace(ns)
 
 
+class _TimedResult(unittest.TextTestResult):
+    def startTest(self, test):
+        self._t0 = time.time()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        self.durations = getattr(self, "durations", [])
+        self.durations.append((time.time() - self._t0, test.id()))
+        super().stopTest(test)
+
+    def printErrors(self):
+        super().printErrors()
+        slow = sorted(getattr(self, "durations", []), reverse=True)[:5]
+        if slow:
+            self.stream.writeln("slowest: " + ", ".join("%s %.1fs" % (t.rsplit(".", 1)[-1], d) for d, t in slow))
+
+
 def main():
-    """unittest.main with verbose output (ctest shows it on failure)."""
-    unittest.main(verbosity=2)
+    """unittest.main with verbose output and the slowest tests listed (ctest shows it on failure)."""
+    unittest.main(verbosity=2, testRunner=unittest.TextTestRunner(resultclass=_TimedResult, verbosity=2))
