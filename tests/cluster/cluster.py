@@ -1477,7 +1477,7 @@ class Cluster:
                 child.unlink(missing_ok=True)
         if not keep_lock:
             with contextlib.suppress(OSError):
-                (self.dir / ".lock").unlink()
+                (self.dir / ".lock").unlink(missing_ok=True)
                 self.dir.rmdir()
         self.state = None
 

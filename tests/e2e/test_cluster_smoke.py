@@ -397,7 +397,7 @@ class Ssh(h.TestCase):
         self.assertEqual(h.ssh("smoke-v100-0", "nvidia-smi -q -x").rc, 0)
 
     def test_many_concurrent_sessions(self):
-        n = int(os.environ.get("GPUCTL_E2E_SSH_CONCURRENCY", "40"))
+        n = int(os.environ.get("GPUCTL_E2E_SSH_CONCURRENCY", "24"))
         with concurrent.futures.ThreadPoolExecutor(n) as ex:
             results = list(ex.map(lambda _: h.ssh("smoke-t4-0", "nvidia-smi -L", timeout=120, connect_timeout=30), range(n)))
         bad = [r for r in results if r.rc != 0]
