@@ -289,7 +289,7 @@ class Ssh(h.TestCase):
         self.assertIn(h.node("smoke-t4-0")["internal_ip"], r.stdout)
         r = h.ssh("smoke-cpu-0", "nvidia-smi -L")
         self.assertEqual(r.rc, 127)
-        self.assertIn("nvidia-smi: not found", r.stderr)
+        self.assertRegex(r.stderr, r"nvidia-smi: (command )?not found")   # dash or bash as /bin/sh
 
     def test_gpu_lost(self):
         r = h.ssh("smoke-a100-0", "nvidia-smi -q -x")
@@ -384,6 +384,21 @@ class Ssh(h.TestCase):
             h.ssh_mode("smoke-v100-0", "driver-mismatch")
             r = h.ssh("smoke-v100-0", "nvidia-smi -L")
             self.assertEqual((r.rc, r.stdout), (18, "Failed to initialize NVML: Driver/library version mismatch\n"))
+            h.ssh_mode("smoke-v100-0", "permissions")
+            r = h.ssh("smoke-v100-0", "nvidia-smi -q -x")
+            self.assertEqual((r.rc, r.stdout), (4, "Failed to initialize NVML: Insufficient Permissions\n"))
+            h.ssh_mode("smoke-v100-0", "no-devices")
+            r = h.ssh("smoke-v100-0", "nvidia-smi -L")
+            self.assertEqual((r.rc, r.stdout), (6, "No devices were found\n"))
+            h.ssh_mode("smoke-v100-0", "gpu-unknown-error", gpu_index=1)
+            r = h.ssh("smoke-v100-0", "nvidia-smi -q -x")
+            self.assertEqual(r.rc, 255)
+            self.assertRegex(r.stdout, r"^Unable to determine the device handle for GPU 0000:[0-9A-F:.]+: Unknown Error\n$")
+            h.ssh_mode("smoke-v100-0", "inforom", gpu_index=0)
+            r = h.ssh("smoke-v100-0", "nvidia-smi -q -x")
+            self.assertEqual(r.rc, 14)
+            self.assertTrue(r.stdout.endswith("</nvidia_smi_log>\nWARNING: infoROM is corrupted at gpu 0000:21:01.0\n"),
+                            r.stdout[-200:])
             h.ssh_mode("smoke-v100-0", "garbage")
             r = h.ssh("smoke-v100-0", "nvidia-smi -q -x")
             self.assertEqual(r.rc, 0)
