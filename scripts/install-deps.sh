@@ -10,7 +10,7 @@ packages=(
   # tests
   catch2
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
-  openssl openssh-server openssh-client iproute2 procps curl python3
+  openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
 )
 
 missing=()

@@ -1,0 +1,386 @@
+"""Helpers for gpuctl's end-to-end tests (stdlib unittest, run by /usr/bin/python3).
+
+The cluster is started by ctest's fixture test e2e.cluster.up (tests/cluster/cluster.py up); the tests
+find it through environment variables that tests/e2e/CMakeLists.txt sets:
+
+    GPUCTL_E2E_STATE   the cluster's state directory (holds cluster.json)
+    GPUCTL_BIN         the gpuctl executable
+    GPUCTL_FIXTURES    ../shared/fixtures
+
+Typical use:
+
+    import harness as h
+    class T(h.TestCase):
+        def test_x(self):
+            h.apply_fleet(FLEET_YAML)                  # this suite's own nodes (distinct name prefix)
+            ns = self.namespace()                      # deleted again when the test passes
+            h.create(h.gpu_pod("p", ns, node="x-0", gpus=1))
+            rc, out, err = h.gpuctl("nodes", *h.ssh_flags())
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import unittest
+import uuid
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CLUSTER_DIR = HERE.parent / "cluster"
+sys.path.insert(0, str(CLUSTER_DIR))
+import cluster as _cluster  # noqa: E402  (tests/cluster/cluster.py)
+
+OUTCOME_LABEL = "sim.gpuctl.dev/outcome"
+EXIT_CODE_ANNOTATION = "sim.gpuctl.dev/exit-code"
+REASON_ANNOTATION = "sim.gpuctl.dev/reason"
+DELAY_ANNOTATION = "sim.gpuctl.dev/delay"
+GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+
+
+class HarnessError(AssertionError):
+    pass
+
+
+def state_dir():
+    d = os.environ.get("GPUCTL_E2E_STATE")
+    if not d:
+        raise HarnessError("GPUCTL_E2E_STATE is not set: run the e2e tests through ctest (-L e2e), or start a "
+                           "cluster with `tests/cluster/cluster.py up --state-dir DIR` and export GPUCTL_E2E_STATE=DIR")
+    return Path(d)
+
+
+def info():
+    """cluster.json, read afresh (apply_fleet, ssh_mode and cut change it)."""
+    p = state_dir() / "cluster.json"
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise HarnessError("%s does not exist: is the cluster up? (ctest fixture e2e.cluster.up, or "
+                           "`tests/cluster/cluster.py up --state-dir %s`)" % (p, state_dir()))
+
+
+def cluster():
+    return _cluster.Cluster(state_dir())
+
+
+def fixtures_dir():
+    return Path(os.environ.get("GPUCTL_FIXTURES") or info()["fixtures_dir"])
+
+
+def gpuctl_bin():
+    b = os.environ.get("GPUCTL_BIN")
+    if not b:
+        raise HarnessError("GPUCTL_BIN is not set (the gpuctl executable; ctest sets it)")
+    if not os.access(b, os.X_OK):
+        raise HarnessError("GPUCTL_BIN=%s is not an executable" % b)
+    return b
+
+
+class Result:
+    def __init__(self, cmd, rc, stdout, stderr):
+        self.cmd, self.rc, self.stdout, self.stderr = cmd, rc, stdout, stderr
+
+    @property
+    def json(self):
+        return _parse_json(self.stdout)
+
+    def __iter__(self):  # rc, out, err = result
+        return iter((self.rc, self.stdout, self.stderr))
+
+    def __repr__(self):
+        return "Result(rc=%d, cmd=%s)" % (self.rc, " ".join(shlex.quote(c) for c in self.cmd))
+
+
+def _run(cmd, env=None, input=None, timeout=120):
+    try:
+        p = subprocess.run(cmd, input=input, env=env, timeout=timeout, text=True,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    except subprocess.TimeoutExpired as e:
+        raise HarnessError("timed out after %ss: %s\nstdout: %s\nstderr: %s" % (
+            timeout, " ".join(shlex.quote(c) for c in cmd), e.stdout, e.stderr))
+    return Result(cmd, p.returncode, p.stdout, p.stderr)
+
+
+def _wants_json(args):
+    a = list(args)
+    for i, x in enumerate(a):
+        if x in ("-ojson", "--output=json", "-o=json") or (x in ("-o", "--output") and i + 1 < len(a) and a[i + 1] == "json"):
+            return True
+    return False
+
+
+def kubectl(*args, context="admin", input=None, check=True, timeout=120):
+    """Runs the cluster's kubectl as `context` (admin, viewer, nobody, token, badtoken).
+
+    check=True: returns stdout, parsed when the command asks for `-o json`; raises on failure.
+    check=False: returns a Result (rc, stdout, stderr, .json), unpackable as rc, out, err."""
+    i = info()
+    if isinstance(input, (dict, list)):
+        input = json.dumps(input)
+    cmd = [i["kubectl"], "--kubeconfig", i["kubeconfig"], "--context", context, *map(str, args)]
+    r = _run(cmd, input=input, timeout=timeout)
+    if not check:
+        return r
+    if r.rc != 0:
+        raise HarnessError("kubectl failed (exit %d): %s\nstderr: %s\nstdout: %s" % (
+            r.rc, " ".join(shlex.quote(c) for c in cmd[3:]), r.stderr.strip(), r.stdout.strip()[:2000]))
+    return _parse_json(r.stdout) if _wants_json(args) else r.stdout
+
+
+def _parse_json(text):
+    """One JSON document, or a list when kubectl printed several (create -f with a List)."""
+    dec = json.JSONDecoder()
+    docs, i = [], 0
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if i >= len(text):
+            break
+        obj, i = dec.raw_decode(text, i)
+        docs.append(obj)
+    return docs[0] if len(docs) == 1 else docs
+
+
+def gpuctl(*args, context=None, env=None, input=None, timeout=180):
+    """Runs the real gpuctl with KUBECONFIG pointing at the cluster; returns a Result that unpacks
+    as (rc, stdout, stderr).  context="viewer" etc. uses a kubeconfig holding only that context."""
+    i = info()
+    e = dict(os.environ)
+    e["KUBECONFIG"] = i["kubeconfigs"][context] if context else i["kubeconfig"]
+    e.update(env or {})
+    return _run([gpuctl_bin(), *map(str, args)], env=e, input=input, timeout=timeout)
+
+
+def ssh_flags(minimal=False):
+    """gpuctl's SSH flags for the simulated hosts.  minimal=True: only --ssh-config (the generated
+    ssh_config sets user, port, identity, known_hosts and StrictHostKeyChecking yes)."""
+    s = info()["ssh"]
+    return ["--ssh-config", s["config_file"]] if minimal else list(s["gpuctl_flags"])
+
+
+def ssh_command(node_or_ip, command, connect_timeout=5, extra=()):
+    """argv of an OpenSSH client call to a simulated host (by node name or address)."""
+    i = info()
+    n = i["nodes"].get(node_or_ip)
+    target = n["internal_ip"] if n else node_or_ip
+    return ["ssh", "-F", i["ssh"]["config_file"], "-o", "ConnectTimeout=%d" % connect_timeout, *extra,
+            target, command]
+
+
+def ssh(node_or_ip, command, timeout=60, connect_timeout=5):
+    return _run(ssh_command(node_or_ip, command, connect_timeout), timeout=timeout)
+
+
+def apply_fleet(yaml_text, source="test fleet"):
+    """Adds a fleet's nodes (idempotent for the same text); returns their cluster.json entries."""
+    return cluster().apply_fleet_text(yaml_text, source=source)
+
+
+def apply_fleet_file(name):
+    """A fleet from tests/e2e/fleets/ (name with or without .yaml) or a path."""
+    p = Path(name)
+    if not p.is_file():
+        p = HERE / "fleets" / (name if name.endswith(".yaml") else name + ".yaml")
+    return cluster().apply_fleet_file(p)
+
+
+def ssh_mode(node, mode, gpu_index=None):
+    return cluster().set_ssh_mode(node, mode, gpu_index)
+
+
+def cut(node):
+    return cluster().set_cut(node, True)
+
+
+def uncut(node):
+    return cluster().set_cut(node, False)
+
+
+def node(name):
+    n = info()["nodes"].get(name)
+    if not n:
+        raise HarnessError("no node %s in cluster.json (apply its fleet first)" % name)
+    return n
+
+
+def wait_for(predicate, timeout=60, what="condition", interval=0.5):
+    """Polls predicate() until it returns a truthy value (returned).  Exceptions count as 'not yet'
+    and the last one is reported on timeout."""
+    deadline = time.time() + timeout
+    last, err = None, None
+    while True:
+        try:
+            last = predicate()
+            if last:
+                return last
+        except Exception as e:  # noqa: BLE001 - reported below
+            err = e
+        if time.time() >= deadline:
+            raise HarnessError("timed out after %ss waiting for %s (last value: %r%s)" % (
+                timeout, what, last, "; last error: %s" % err if err else ""))
+        time.sleep(interval)
+
+
+def unique_namespace(prefix="e2e"):
+    """Creates a namespace with a unique name and waits for its default ServiceAccount."""
+    name = "%s-%s" % (prefix, uuid.uuid4().hex[:8])
+    kubectl("create", "namespace", name)
+    wait_for(lambda: kubectl("get", "serviceaccount", "default", "-n", name, check=False).rc == 0, 60,
+             "the default ServiceAccount in namespace %s" % name)
+    return name
+
+
+def delete_namespace(name, wait=False):
+    kubectl("delete", "namespace", name, "--ignore-not-found", "--wait=%s" % ("true" if wait else "false"), check=False)
+
+
+def create(obj, context="admin", check=True):
+    """kubectl create -f - with a dict (or list of dicts); returns the created object(s) as JSON."""
+    if isinstance(obj, list):
+        obj = {"apiVersion": "v1", "kind": "List", "items": obj}
+    return kubectl("create", "-f", "-", "-o", "json", input=obj, context=context, check=check)
+
+
+def outcome(result="run", exit_code=None, reason=None, delay=None):
+    """Labels and annotations that decide what a simulated pod does (see tests/cluster/README.md):
+    run (Running until deleted; default for bare pods), succeed (exit 0; default for Job pods),
+    fail (exit_code, default 1)."""
+    labels = {OUTCOME_LABEL: result}
+    ann = {}
+    if exit_code is not None:
+        ann[EXIT_CODE_ANNOTATION] = str(exit_code)
+    if reason:
+        ann[REASON_ANNOTATION] = reason
+    if delay:
+        ann[DELAY_ANNOTATION] = delay
+    return labels, ann
+
+
+def pod_spec(node=None, gpus=1, tolerate_gpu_taint=True, resources=None, node_selector=None, restart="Never",
+             tolerations=None, image="nvidia/cuda:12.4.1-base-ubuntu22.04", command=("sleep", "infinity")):
+    res = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    if resources:
+        res = resources
+    spec = {
+        "restartPolicy": restart,
+        "terminationGracePeriodSeconds": 5,
+        "containers": [{"name": "main", "image": image, "command": list(command), "resources": res}],
+        "tolerations": list(tolerations or []) + ([GPU_TAINT] if tolerate_gpu_taint else []),
+    }
+    sel = dict(node_selector or {})
+    if node:
+        sel["kubernetes.io/hostname"] = node
+    if sel:
+        spec["nodeSelector"] = sel
+    return spec
+
+
+def gpu_pod(name, namespace, node=None, gpus=1, outcome_=None, labels=None, annotations=None, **kw):
+    """A bare pod asking for `gpus` nvidia.com/gpu, pinned to `node` when given.  outcome_ is
+    outcome(...)'s (labels, annotations)."""
+    lab, ann = outcome_ or ({}, {})
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {**lab, **(labels or {})},
+                     "annotations": {**ann, **(annotations or {})}},
+        "spec": pod_spec(node=node, gpus=gpus, **kw),
+    }
+
+
+def gpu_job(name, namespace, node=None, gpus=1, outcome_=None, completions=1, parallelism=1, backoff_limit=0,
+            pod_failure_policy=None, labels=None, annotations=None, ttl=None, **kw):
+    """A Job whose pods ask for `gpus` GPUs.  By default its pods succeed (kwok's pod-complete);
+    pass outcome_=outcome("fail", exit_code=3) or outcome("run")."""
+    lab, ann = outcome_ or ({}, {})
+    spec = {
+        "completions": completions, "parallelism": parallelism, "backoffLimit": backoff_limit,
+        "template": {"metadata": {"labels": {**lab, **(labels or {})}, "annotations": {**ann, **(annotations or {})}},
+                     "spec": pod_spec(node=node, gpus=gpus, **kw)},
+    }
+    if pod_failure_policy:
+        spec["podFailurePolicy"] = pod_failure_policy
+    if ttl is not None:
+        spec["ttlSecondsAfterFinished"] = ttl
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def pod(name, namespace):
+    return kubectl("get", "pod", name, "-n", namespace, "-o", "json")
+
+
+def wait_pod_phase(name, namespace, phases=("Running",), timeout=60):
+    phases = (phases,) if isinstance(phases, str) else tuple(phases)
+    return wait_for(lambda: (lambda p: p if p["status"].get("phase") in phases else None)(pod(name, namespace)),
+                    timeout, "pod %s/%s to reach phase %s" % (namespace, name, "/".join(phases)))
+
+
+def events_for(kind, name, namespace):
+    out = kubectl("get", "events", "-n", namespace, "--field-selector",
+                  "involvedObject.kind=%s,involvedObject.name=%s" % (kind, name), "-o", "json")
+    return out["items"]
+
+
+def api_curl(path, method="GET", identity="admin", data=None, content_type="application/json"):
+    """curl against the apiserver with a client certificate (or token for token/badtoken); returns
+    (http_status, body_text)."""
+    i = info()
+    cmd = ["curl", "-sS", "-o", "-", "-w", "\n%{http_code}", "--cacert", i["ca_file"], "-X", method]
+    if identity in i["client_certs"]:
+        cmd += ["--cert", i["client_certs"][identity]["cert"], "--key", i["client_certs"][identity]["key"]]
+    elif identity in i["tokens"]:
+        cmd += ["-H", "Authorization: Bearer " + i["tokens"][identity]]
+    if data is not None:
+        cmd += ["-H", "Content-Type: " + content_type, "--data-binary", "@-"]
+        if not isinstance(data, str):
+            data = json.dumps(data)
+    r = _run(cmd + [i["api_server"] + path], input=data, timeout=60)
+    if r.rc != 0:
+        raise HarnessError("curl failed (exit %d): %s" % (r.rc, r.stderr))
+    body, _, code = r.stdout.rpartition("\n")
+    return int(code), body
+
+
+class TestCase(unittest.TestCase):
+    """unittest.TestCase with a namespace() helper that cleans up after passing tests (failed
+    tests keep theirs for debugging; the cluster is thrown away at the end anyway)."""
+
+    maxDiff = None
+
+    def namespace(self, prefix=None):
+        ns = unique_namespace(prefix or self.__class__.__name__.lower()[:20])
+        self.addCleanup(self._cleanup_ns, ns)
+        return ns
+
+    def _cleanup_ns(self, ns):
+        outcome = getattr(self, "_outcome", None)
+        failed = False
+        if outcome is not None:
+            res = getattr(outcome, "result", None)
+            errs = list(getattr(res, "errors", [])) + list(getattr(res, "failures", []))
+            failed = any(t is self for t, _ in errs) or not getattr(outcome, "success", True)
+        if not failed:
+            delete_namespace(ns)
+
+
+class _TimedResult(unittest.TextTestResult):
+    def startTest(self, test):
+        self._t0 = time.time()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        self.durations = getattr(self, "durations", [])
+        self.durations.append((time.time() - self._t0, test.id()))
+        super().stopTest(test)
+
+    def printErrors(self):
+        super().printErrors()
+        slow = sorted(getattr(self, "durations", []), reverse=True)[:5]
+        if slow:
+            self.stream.writeln("slowest: " + ", ".join("%s %.1fs" % (t.rsplit(".", 1)[-1], d) for d, t in slow))
+
+
+def main():
+    """unittest.main with verbose output and the slowest tests listed (ctest shows it on failure)."""
+    unittest.main(verbosity=2, testRunner=unittest.TextTestRunner(resultclass=_TimedResult, verbosity=2))
