@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "common_flags.hpp"
 #include "output_format.hpp"
 #include "gpuctl/ops/nodes.hpp"
 #include "gpuctl/output/table.hpp"
@@ -148,7 +149,7 @@ Examples:
 
   # The stable JSON schema (kind GPUNodeList) for scripts
   gpuctl nodes -o json | jq '.items[] | select(.gpus.free > 0) | .name')");
-  cmd->add_option("-l,--selector", o->selector, "Label selector to filter nodes on (e.g. key1=value1,key2 in (a,b))");
+  add_selector_flag(*cmd, o->selector);
   cmd->add_flag("--all", o->all, "List every node, not only GPU nodes");
   cmd->add_option("--sort-by", o->sort_by, "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
       ->default_str("name")

@@ -1,0 +1,28 @@
+#include "common_flags.hpp"
+
+#include <fmt/format.h>
+
+namespace gpuctl::cli {
+
+CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text) {
+  text = "none";
+  return app
+      .add_flag("--dry-run{client}", text,
+                "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
+                "so the API server validates and admits it without persisting anything; \"none\" acts")
+      ->check(CLI::IsMember({"none", "client", "server"}));
+}
+
+Result<DryRun> parse_dry_run(const std::string& text) {
+  if (text == "none" || text.empty()) return DryRun::none;
+  if (text == "client") return DryRun::client;
+  if (text == "server") return DryRun::server;
+  return fail(Errc::invalid_argument, fmt::format("--dry-run: \"{}\" is not one of none, client, server", text));
+}
+
+CLI::Option* add_selector_flag(CLI::App& app, std::string& text, const std::string& what) {
+  return app.add_option("-l,--selector", text,
+                        fmt::format("Label selector for the {} (e.g. key1=value1,key2!=v,key3 in (a,b),!key4)", what));
+}
+
+}  // namespace gpuctl::cli
