@@ -91,7 +91,13 @@ LoadOptions environment_load_options();
 
 // Resolves the configuration. Every error is Errc::config and names the file, the context
 // and the field at fault, e.g.
-//   kubeconfig /x/config: context "prod": user "admin": client-key: open /x/k.pem: no such file
+//   kubeconfig /x/config: context "prod": user "admin": client-key: cannot read /x/k.pem: No such file or directory
+// (several problems with the selected user and cluster are reported together, "; "-separated,
+// as kubectl's validation does).
+//
+// As in kubectl, credentials and TLS settings are only filled in for an https server: for a
+// plain-http one (kubectl proxy) they stay empty. Without any kubeconfig (or with only empty
+// ones), the in-cluster service account is used when KUBERNETES_SERVICE_HOST/PORT are set.
 Result<RestConfig> load_rest_config(const LoadOptions& options);
 
 }  // namespace gpuctl::kube

@@ -30,7 +30,10 @@ class ExecCredentialSource {
   // the plugin runs interactively (interactiveMode Always fails without a terminal).
   ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock = {});
 
-  // The cached credential while it is valid; otherwise runs the plugin.
+  // The cached credential while it is valid; otherwise runs the plugin. Errors name the
+  // origin and user ("kubeconfig /x, context "c": user "u": getting credentials: ..."):
+  // Errc::process when the plugin is not found, fails or prints no usable ExecCredential;
+  // Errc::config when it cannot run as configured (interactiveMode Always without a terminal).
   Result<ExecCredential> get();
   // Runs the plugin again, unless the credential was already replaced since `stale` was
   // handed out (another request refreshed it first). Called once after a 401.

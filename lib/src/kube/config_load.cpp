@@ -1,0 +1,138 @@
+// load_rest_config: which files (clientcmd ClientConfigLoadingRules), merging them, and the
+// fallback to the in-cluster service account (DeferredLoadingClientConfig).
+#include <algorithm>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "kube/config_internal.hpp"
+
+namespace gpuctl::kube {
+namespace detail {
+
+Kubeconfig merge_kubeconfigs(std::vector<Kubeconfig> files) {
+  Kubeconfig merged;
+  for (auto& file : files) {
+    for (auto& c : file.clusters) {
+      if (merged.find_cluster(c.name) == nullptr) merged.clusters.push_back(std::move(c));
+    }
+    for (auto& u : file.users) {
+      if (merged.find_user(u.name) == nullptr) merged.users.push_back(std::move(u));
+    }
+    for (auto& c : file.contexts) {
+      if (merged.find_context(c.name) == nullptr) merged.contexts.push_back(std::move(c));
+    }
+    if (merged.current_context.empty() && !file.current_context.empty()) {
+      merged.current_context = file.current_context;
+      merged.current_context_origin = file.current_context_origin;
+    }
+    merged.has_other_settings = merged.has_other_settings || file.has_other_settings;
+  }
+  return merged;
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::Kubeconfig;
+
+std::optional<std::string> non_empty(const std::optional<std::string>& value) {
+  if (value && !value->empty()) return value;
+  return std::nullopt;
+}
+
+std::optional<std::string> env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return std::string(value);
+}
+
+// $KUBECONFIG split on ':' without empty entries or repeats (filepath.SplitList + deduplicate).
+std::vector<std::string> split_kubeconfig_env(const std::string& value) {
+  std::vector<std::string> files;
+  std::size_t start = 0;
+  while (start <= value.size()) {
+    std::size_t end = value.find(':', start);
+    if (end == std::string::npos) end = value.size();
+    std::string item = value.substr(start, end - start);
+    if (!item.empty() && std::find(files.begin(), files.end(), item) == files.end()) files.push_back(item);
+    start = end + 1;
+  }
+  return files;
+}
+
+// Nothing to connect to from kubeconfig files: the service account if this looks like a pod,
+// else an error that says what was looked at.
+Result<RestConfig> without_kubeconfig(const LoadOptions& options, const std::string& looked_at) {
+  if (non_empty(options.context)) {
+    return fail(Errc::config, fmt::format("context \"{}\" does not exist (--context): no kubeconfig found ({})",
+                                          *options.context, looked_at));
+  }
+  if (non_empty(options.service_host) || non_empty(options.service_port)) return detail::in_cluster_config(options);
+  return fail(Errc::config,
+              fmt::format("no configuration: set KUBECONFIG, use --kubeconfig, or create ~/.kube/config ({}; "
+                          "not in a pod either: KUBERNETES_SERVICE_HOST is not set)",
+                          looked_at));
+}
+
+}  // namespace
+
+LoadOptions environment_load_options() {
+  LoadOptions o;
+  o.kubeconfig_env = non_empty(env("KUBECONFIG"));
+  o.home = env("HOME").value_or("");
+  o.service_host = non_empty(env("KUBERNETES_SERVICE_HOST"));
+  o.service_port = non_empty(env("KUBERNETES_SERVICE_PORT"));
+  o.pod_namespace = non_empty(env("POD_NAMESPACE"));
+  return o;
+}
+
+Result<RestConfig> load_rest_config(const LoadOptions& options) {
+  std::vector<std::string> candidates;
+  std::string source;
+  const bool explicit_file = non_empty(options.kubeconfig).has_value();
+  if (explicit_file) {
+    candidates.push_back(*options.kubeconfig);
+    source = "--kubeconfig";
+  } else if (auto list = non_empty(options.kubeconfig_env)) {
+    candidates = split_kubeconfig_env(*list);
+    source = "KUBECONFIG";
+  } else if (!options.home.empty()) {
+    candidates.push_back(options.home + "/.kube/config");
+    source = "~/.kube/config";
+  }
+
+  std::vector<Kubeconfig> loaded;
+  std::vector<std::string> loaded_paths;
+  std::vector<std::string> missing;
+  for (const auto& path : candidates) {
+    GPUCTL_TRY_ASSIGN(std::optional<Kubeconfig> config, detail::read_kubeconfig_file(path));
+    if (!config) {
+      // An explicit file must exist; missing files in a list are skipped, as kubectl does.
+      if (explicit_file) return fail(Errc::config, fmt::format("kubeconfig {}: cannot read: No such file or directory (--kubeconfig)", path));
+      missing.push_back(path);
+      continue;
+    }
+    loaded.push_back(std::move(*config));
+    loaded_paths.push_back(path);
+  }
+
+  Kubeconfig merged = detail::merge_kubeconfigs(std::move(loaded));
+  if (merged.empty()) {
+    std::string looked_at;
+    if (candidates.empty()) {
+      looked_at = "KUBECONFIG and HOME are not set";
+    } else if (!loaded_paths.empty()) {
+      looked_at = fmt::format("{} has no clusters, users or contexts", fmt::join(loaded_paths, ", "));
+    } else if (source == "KUBECONFIG") {
+      looked_at = fmt::format("KUBECONFIG lists {}, none of which exists", fmt::join(missing, ", "));
+    } else {
+      looked_at = fmt::format("{} does not exist", fmt::join(missing, ", "));
+    }
+    return without_kubeconfig(options, looked_at);
+  }
+  return detail::resolve_rest_config(merged, options, loaded_paths);
+}
+
+}  // namespace gpuctl::kube

@@ -1,0 +1,383 @@
+// From a merged kubeconfig to a RestConfig, in the order kubectl checks things:
+// context selection (clientcmd DirectClientConfig.ClientConfig), validation of the selected
+// user and cluster (ConfirmUsable), then what rest.Config.TransportConfig and
+// transport.TLSConfigFor refuse (exec apiVersion, auth-provider, CA with insecure, PEM data).
+#include <algorithm>
+#include <cctype>
+
+#include <fmt/format.h>
+
+#include "kube/config_internal.hpp"
+
+namespace gpuctl::kube::detail {
+namespace {
+
+// One thing wrong with the selected user or cluster: the file that defined the entry, and
+// `user "u": field: problem`.
+struct Problem {
+  std::string file;
+  std::string text;
+};
+
+// "kubeconfig F: context "c": p1; p2" (grouped by file when entries come from several).
+Error combine(const std::vector<Problem>& problems, const std::string& context) {
+  std::vector<std::string> files;
+  for (const auto& p : problems) {
+    if (std::find(files.begin(), files.end(), p.file) == files.end()) files.push_back(p.file);
+  }
+  std::string message;
+  for (const auto& f : files) {
+    if (!message.empty()) message += "; ";
+    message += fmt::format("kubeconfig {}: context \"{}\": ", f, context);
+    bool first = true;
+    for (const auto& p : problems) {
+      if (p.file != f) continue;
+      if (!first) message += "; ";
+      message += p.text;
+      first = false;
+    }
+  }
+  return Error{Errc::config, message, 0, {}, {}, std::nullopt, {}};
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// clientcmd parseProxyURL on top of Go's url.Parse scheme rules.
+std::optional<std::string> proxy_url_problem(const std::string& url) {
+  std::string scheme;
+  bool has_scheme = false;
+  for (std::size_t i = 0; i < url.size(); ++i) {
+    char ch = url[i];
+    if (std::isalpha(static_cast<unsigned char>(ch))) continue;
+    if (std::isdigit(static_cast<unsigned char>(ch)) || ch == '+' || ch == '-' || ch == '.') {
+      if (i == 0) break;
+      continue;
+    }
+    if (ch == ':') {
+      if (i == 0) return fmt::format("could not parse: {}", url);  // missing protocol scheme
+      scheme = lower(url.substr(0, i));
+      has_scheme = true;
+    }
+    break;
+  }
+  if (!has_scheme && url.substr(0, url.find('/')).find(':') != std::string::npos) {
+    return fmt::format("could not parse: {}", url);  // a colon in the first path segment
+  }
+  if (scheme != "http" && scheme != "https" && scheme != "socks5") {
+    return fmt::format("unsupported scheme \"{}\", must be http, https, or socks5", scheme);
+  }
+  return std::nullopt;
+}
+
+// The server URL as the HTTP client should use it: scheme lower-cased, no query or fragment,
+// no trailing slash. Like rest.DefaultServerURL, a server without a scheme is plain http.
+Result<std::string> normalize_server(const std::string& server) {
+  std::string scheme = "http";
+  std::string rest = server;
+  auto pos = server.find("://");
+  if (pos != std::string::npos) {
+    scheme = lower(server.substr(0, pos));
+    rest = server.substr(pos + 3);
+    if (scheme != "http" && scheme != "https") {
+      return fail(Errc::config, fmt::format("server: unsupported protocol scheme \"{}\" in \"{}\" (want https://)", scheme, server));
+    }
+  }
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.empty()) return fail(Errc::config, fmt::format("server: no host in \"{}\"", server));
+  return scheme + "://" + rest;
+}
+
+void validate_user(const KcUser& u, std::vector<Problem>& out) {
+  auto add = [&](const std::string& text) { out.push_back({u.origin, fmt::format("user \"{}\": {}", u.name, text)}); };
+  const bool has_cert = !u.client_certificate.empty() || !u.client_certificate_data.empty();
+  const bool has_key = !u.client_key.empty() || !u.client_key_data.empty();
+  if (!u.client_certificate.empty() && !u.client_certificate_data.empty()) {
+    add("client-certificate-data and client-certificate are both specified (kubectl refuses this too): keep one");
+  }
+  if (!u.client_key.empty() && !u.client_key_data.empty()) {
+    add("client-key-data and client-key are both specified (kubectl refuses this too): keep one");
+  }
+  if (has_cert && !has_key) add("client-key-data or client-key must be specified to use the clientCert authentication method");
+  if (has_key && !has_cert) add("client-certificate-data or client-certificate must be specified to use client-key");
+  if (!u.client_certificate.empty()) {
+    if (auto p = open_problem(u.client_certificate)) add(fmt::format("client-certificate: cannot read {}: {}", u.client_certificate, *p));
+  }
+  if (!u.client_key.empty()) {
+    if (auto p = open_problem(u.client_key)) add(fmt::format("client-key: cannot read {}: {}", u.client_key, *p));
+  }
+  if (u.exec) {
+    const ExecConfig& e = *u.exec;
+    if (u.auth_provider) add("auth-provider cannot be provided in combination with an exec plugin: keep one");
+    if (e.command.empty()) add("exec.command must be specified to use an exec credential plugin");
+    if (e.api_version.empty()) add("exec.apiVersion must be specified to use an exec credential plugin");
+    for (std::size_t i = 0; i < e.env.size(); ++i) {
+      if (e.env[i].name.empty()) add(fmt::format("exec.env[{}].name must be specified", i));
+    }
+    if (e.interactive_mode.empty()) {
+      add("exec.interactiveMode must be specified to use an exec credential plugin (Never, IfAvailable or Always)");
+    } else if (e.interactive_mode != "Never" && e.interactive_mode != "IfAvailable" && e.interactive_mode != "Always") {
+      add(fmt::format("exec.interactiveMode: invalid interactiveMode \"{}\" (want Never, IfAvailable or Always)",
+                      e.interactive_mode));
+    }
+  }
+  std::vector<std::string> methods;
+  if (!u.token.empty()) methods.emplace_back("token");
+  if (!u.username.empty() || !u.password.empty()) methods.emplace_back("basicAuth");
+  if (methods.size() > 1) {
+    add(fmt::format("more than one authentication method found; found [{}], only one is allowed", fmt::join(methods, " ")));
+  }
+  if ((!u.impersonate_uid.empty() || !u.impersonate_groups.empty() || !u.impersonate_extra.empty()) &&
+      u.impersonate.empty()) {
+    add("as-uid, as-groups and as-user-extra need as: requesting uid, groups or user-extra without impersonating a user");
+  }
+}
+
+void validate_cluster(const KcCluster& c, std::vector<Problem>& out) {
+  auto add = [&](const std::string& text) { out.push_back({c.origin, fmt::format("cluster \"{}\": {}", c.name, text)}); };
+  if (c.server.empty()) add("server: no server defined");
+  if (!c.proxy_url.empty()) {
+    if (auto p = proxy_url_problem(c.proxy_url)) add(fmt::format("proxy-url: invalid 'proxy-url' \"{}\": {}", c.proxy_url, *p));
+  }
+  if (!c.certificate_authority.empty() && !c.certificate_authority_data.empty()) {
+    add("certificate-authority-data and certificate-authority are both specified (kubectl refuses this too): keep one");
+  }
+  if (!c.certificate_authority.empty()) {
+    if (auto p = open_problem(c.certificate_authority)) {
+      add(fmt::format("certificate-authority: cannot read {}: {}", c.certificate_authority, *p));
+    }
+  }
+}
+
+std::optional<std::string> exec_api_version_problem(const std::string& version) {
+  if (version == kExecApiV1 || version == kExecApiV1beta1) return std::nullopt;
+  if (version == kExecApiV1alpha1) {
+    return fmt::format(
+        "exec plugin: invalid apiVersion \"{}\": v1alpha1 was removed in Kubernetes 1.24; regenerate the "
+        "kubeconfig with a current version of the tool that wrote it (e.g. aws eks update-kubeconfig), or "
+        "use {} if the plugin supports it",
+        version, kExecApiV1beta1);
+  }
+  return fmt::format("exec plugin: invalid apiVersion \"{}\" (supported: {}, {})", version, kExecApiV1, kExecApiV1beta1);
+}
+
+// auth-provider: only the exec mechanism is supported; the messages for gcp and azure are
+// kubectl's own, on one line.
+std::string auth_provider_problem(const std::string& name) {
+  if (name == "gcp") {
+    return "auth-provider \"gcp\": The gcp auth plugin has been removed. Please use the \"gke-gcloud-auth-plugin\" "
+           "kubectl/client-go credential plugin instead. See "
+           "https://cloud.google.com/blog/products/containers-kubernetes/kubectl-auth-changes-in-gke for further details";
+  }
+  if (name == "azure") {
+    return fmt::format(
+        "auth-provider \"azure\": The azure auth plugin has been removed. Please use the "
+        "https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead. See {} for further details",
+        kCredentialPluginDocs);
+  }
+  if (name == "oidc") {
+    return fmt::format(
+        "auth-provider \"oidc\" is not supported by gpuctl: use an exec credential plugin instead, such as kubelogin "
+        "(https://github.com/int128/kubelogin); see {}",
+        kCredentialPluginDocs);
+  }
+  return fmt::format(
+      "auth-provider \"{}\": no Auth Provider found for name \"{}\"; gpuctl supports exec credential plugins "
+      "instead (e.g. gke-gcloud-auth-plugin, kubelogin; see {})",
+      name, name, kCredentialPluginDocs);
+}
+
+// Reads a file-or-data pair: data wins (validation already refused both).
+Result<std::string> data_or_file(const std::string& data, const std::string& file) {
+  if (!data.empty() || file.empty()) return data;
+  return read_text_file(file);
+}
+
+// kubectl config view prints this instead of certificate data; base64-valid but not PEM.
+bool omitted_by_config_view(const std::string& decoded) {
+  std::string encoded = base64_encode(decoded);
+  return encoded == "DATA+OMITTED" || encoded == "REDACTED";
+}
+
+// "available contexts: a, b", or how many there are when the list would be long.
+std::string available(const char* what, const std::vector<std::string>& names) {
+  constexpr std::size_t kShort = 10;
+  if (names.empty()) return fmt::format("no {} are defined", what);
+  if (names.size() > kShort) {
+    return fmt::format("{} {} are defined (list them with kubectl config get-{})", names.size(), what, what);
+  }
+  std::vector<std::string> shown;
+  for (const auto& n : names) shown.push_back(n.empty() ? "\"\"" : n);
+  return fmt::format("available {}: {}", what, fmt::join(shown, ", "));
+}
+
+template <class T>
+std::vector<std::string> names_of(const std::vector<T>& entries) {
+  std::vector<std::string> names;
+  for (const auto& e : entries) names.push_back(e.name);
+  return names;
+}
+
+// Credentials: token, client certificate, basic auth, exec (rest's user identification).
+Result<void> add_user_identification(const KcUser& user, const KcCluster& cluster, RestConfig& rc) {
+  auto problem = [&](std::string_view field, const std::string& text) {
+    std::string prefix = fmt::format("user \"{}\": ", user.name);
+    if (!field.empty()) prefix += std::string(field) + ": ";
+    return std::unexpected<Error>(combine({{user.origin, prefix + text}}, rc.context));
+  };
+  if (!user.token.empty()) {
+    rc.bearer_token = user.token;
+    rc.token_file = user.token_file;
+  } else if (!user.token_file.empty()) {
+    auto token = read_text_file(user.token_file);
+    if (!token) return problem("tokenFile", token.error().message);
+    rc.bearer_token = trim(*token);
+    rc.token_file = user.token_file;
+  }
+  rc.username = user.username;
+  rc.password = user.password;
+  if (user.exec) {
+    if (auto p = exec_api_version_problem(user.exec->api_version)) return problem("exec.apiVersion", *p);
+    rc.exec = *user.exec;
+    rc.exec->install_hint = clean_control_characters(rc.exec->install_hint);
+    rc.exec_cluster_config_json = cluster.exec_extension_json;
+  }
+  if (user.auth_provider) return problem("", auth_provider_problem(*user.auth_provider));
+  return {};
+}
+
+// TLS: the CA, insecure-skip-tls-verify, tls-server-name and the client key pair
+// (transport.TLSConfigFor).
+Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& rc) {
+  auto cluster_problem = [&](std::string_view field, const std::string& text) {
+    return std::unexpected<Error>(
+        combine({{cluster.origin, fmt::format("cluster \"{}\": {}: {}", cluster.name, field, text)}}, rc.context));
+  };
+  auto user_problem = [&](std::string_view field, const std::string& text) {
+    return std::unexpected<Error>(
+        combine({{user.origin, fmt::format("user \"{}\": {}: {}", user.name, field, text)}}, rc.context));
+  };
+  const bool has_ca = !cluster.certificate_authority.empty() || !cluster.certificate_authority_data.empty();
+  if (cluster.insecure_skip_tls_verify && has_ca) {
+    return cluster_problem("insecure-skip-tls-verify",
+                           "specifying a root certificates file with the insecure flag is not allowed");
+  }
+  rc.insecure_skip_tls_verify = cluster.insecure_skip_tls_verify;
+  rc.tls_server_name = cluster.tls_server_name;
+
+  const char* ca_field = cluster.certificate_authority_data.empty() ? "certificate-authority" : "certificate-authority-data";
+  auto ca = data_or_file(cluster.certificate_authority_data, cluster.certificate_authority);
+  if (!ca) return cluster_problem(ca_field, ca.error().message);
+  const char* cert_field = user.client_certificate_data.empty() ? "client-certificate" : "client-certificate-data";
+  auto cert = data_or_file(user.client_certificate_data, user.client_certificate);
+  if (!cert) return user_problem(cert_field, cert.error().message);
+  const char* key_field = user.client_key_data.empty() ? "client-key" : "client-key-data";
+  auto key = data_or_file(user.client_key_data, user.client_key);
+  if (!key) return user_problem(key_field, key.error().message);
+
+  if (!ca->empty() && !looks_like_pem(*ca)) {
+    std::string text = "unable to load root certificates: unable to parse bytes as PEM block";
+    if (omitted_by_config_view(cluster.certificate_authority_data)) {
+      text += " (the data was omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view --raw\")";
+    }
+    return cluster_problem(ca_field, text);
+  }
+  if (!cert->empty() && !looks_like_pem(*cert)) {
+    return user_problem(cert_field, "tls: failed to find any PEM data in certificate input");
+  }
+  if (!key->empty() && !looks_like_pem(*key)) {
+    return user_problem(key_field, "tls: failed to find any PEM data in key input");
+  }
+  rc.ca_pem = std::move(*ca);
+  rc.client_cert_pem = std::move(*cert);
+  rc.client_key_pem = std::move(*key);
+  return {};
+}
+
+}  // namespace
+
+Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& options,
+                                       const std::vector<std::string>& files) {
+  const std::string all_files = fmt::format("kubeconfig {}", fmt::join(files, ", "));
+  const std::vector<std::string> context_names = names_of(kc.contexts);
+
+  // The context.
+  const bool from_flag = options.context && !options.context->empty();
+  const std::string context_name = from_flag ? *options.context : kc.current_context;
+  if (context_name.empty()) {
+    return fail(Errc::config, fmt::format("{}: no context selected: current-context is not set and --context was not "
+                                          "given ({})",
+                                          all_files, available("contexts", context_names)));
+  }
+  const KcContext* ctx = kc.find_context(context_name);
+  if (ctx == nullptr) {
+    if (from_flag) {
+      return fail(Errc::config, fmt::format("{}: context \"{}\" does not exist (--context); {}", all_files,
+                                            context_name, available("contexts", context_names)));
+    }
+    return fail(Errc::config, fmt::format("kubeconfig {}: current-context \"{}\" does not exist; {}",
+                                          kc.current_context_origin, context_name, available("contexts", context_names)));
+  }
+  const std::string ctx_prefix = fmt::format("kubeconfig {}: context \"{}\"", ctx->origin, ctx->name);
+
+  // Its cluster and user.
+  if (ctx->cluster.empty()) return fail(Errc::config, ctx_prefix + ": cluster is not set");
+  const KcCluster* cluster = kc.find_cluster(ctx->cluster);
+  if (cluster == nullptr) {
+    return fail(Errc::config, fmt::format("{}: cluster \"{}\" does not exist; {}", ctx_prefix, ctx->cluster,
+                                          available("clusters", names_of(kc.clusters))));
+  }
+  // A context without a user is anonymous, as in kubectl.
+  static const KcUser kAnonymous{};
+  const KcUser* user = &kAnonymous;
+  if (!ctx->user.empty()) {
+    user = kc.find_user(ctx->user);
+    if (user == nullptr) {
+      return fail(Errc::config, fmt::format("{}: user \"{}\" does not exist; {}", ctx_prefix, ctx->user,
+                                            available("users", names_of(kc.users))));
+    }
+  }
+
+  // Everything about the pair that kubectl's ConfirmUsable refuses, reported together.
+  std::vector<Problem> problems;
+  if (!ctx->user.empty()) validate_user(*user, problems);
+  validate_cluster(*cluster, problems);
+  if (!problems.empty()) return fail(combine(problems, ctx->name));
+
+  RestConfig rc;
+  rc.context = ctx->name;
+  rc.cluster = cluster->name;
+  rc.user = ctx->user;
+  rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
+  if (options.namespace_name && !options.namespace_name->empty()) {
+    rc.namespace_name = *options.namespace_name;
+  } else if (!ctx->namespace_name.empty()) {
+    rc.namespace_name = ctx->namespace_name;
+  }
+  auto server = normalize_server(cluster->server);
+  if (!server) {
+    return fail(combine({{cluster->origin, fmt::format("cluster \"{}\": {}", cluster->name, server.error().message)}},
+                        ctx->name));
+  }
+  rc.server = *server;
+  rc.proxy_url = cluster->proxy_url;
+  rc.disable_compression = cluster->disable_compression;
+  if (!user->impersonate.empty()) {
+    rc.impersonate_user = user->impersonate;
+    rc.impersonate_uid = user->impersonate_uid;
+    rc.impersonate_groups = user->impersonate_groups;
+    rc.impersonate_extra = user->impersonate_extra;
+  }
+
+  // Like clientcmd, credentials and TLS settings are only used over TLS: a plain-http server
+  // (kubectl proxy, a port-forward) gets neither.
+  if (!rc.server.starts_with("https://")) return rc;
+  GPUCTL_TRY(add_user_identification(*user, *cluster, rc));
+  GPUCTL_TRY(add_tls(*user, *cluster, rc));
+  return rc;
+}
+
+}  // namespace gpuctl::kube::detail

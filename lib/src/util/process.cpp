@@ -1,0 +1,269 @@
+#include "gpuctl/util/process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <thread>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace gpuctl::util {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Closes a file descriptor once; safe to call again.
+class Fd {
+ public:
+  Fd() = default;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() { reset(); }
+  int get() const { return fd_; }
+  void adopt(int fd) {
+    reset();
+    fd_ = fd;
+  }
+  void reset() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+Result<void> make_pipe(Pipe& p) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return fail(Errc::process, fmt::format("cannot create a pipe: {}", std::strerror(errno)));
+  }
+  p.read_end.adopt(fds[0]);
+  p.write_end.adopt(fds[1]);
+  return {};
+}
+
+// Our environment with `extra` applied on top: an extra name replaces the inherited value.
+std::vector<std::string> build_environment(const std::vector<std::pair<std::string, std::string>>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) env.emplace_back(*e);
+  for (const auto& [name, value] : extra) {
+    const std::string prefix = name + "=";
+    std::erase_if(env, [&](const std::string& entry) { return entry.starts_with(prefix); });
+    env.push_back(prefix + value);
+  }
+  return env;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& strings) {
+  std::vector<char*> out;
+  out.reserve(strings.size() + 1);
+  for (auto& s : strings) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+// posix_spawn attributes and file actions, destroyed on every path.
+struct SpawnSetup {
+  posix_spawn_file_actions_t actions{};
+  posix_spawnattr_t attr{};
+  bool actions_ready = false;
+  bool attr_ready = false;
+  ~SpawnSetup() {
+    if (actions_ready) posix_spawn_file_actions_destroy(&actions);
+    if (attr_ready) posix_spawnattr_destroy(&attr);
+  }
+};
+
+Result<void> check_spawn_call(int rc, const char* what) {
+  if (rc != 0) return fail(Errc::process, fmt::format("cannot prepare the child process ({}): {}", what, std::strerror(rc)));
+  return {};
+}
+
+Result<void> prepare(SpawnSetup& s, const ProcessOptions& options, int stdout_fd, int stderr_fd) {
+  GPUCTL_TRY(check_spawn_call(posix_spawn_file_actions_init(&s.actions), "file actions"));
+  s.actions_ready = true;
+  GPUCTL_TRY(check_spawn_call(posix_spawn_file_actions_adddup2(&s.actions, stdout_fd, STDOUT_FILENO), "stdout"));
+  if (stderr_fd >= 0) {
+    GPUCTL_TRY(check_spawn_call(posix_spawn_file_actions_adddup2(&s.actions, stderr_fd, STDERR_FILENO), "stderr"));
+  }
+  if (!options.pass_stdin) {
+    GPUCTL_TRY(check_spawn_call(
+        posix_spawn_file_actions_addopen(&s.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0), "stdin"));
+  }
+
+  GPUCTL_TRY(check_spawn_call(posix_spawnattr_init(&s.attr), "attributes"));
+  s.attr_ready = true;
+  // The child starts with default signal dispositions and an empty mask, whatever we ignore or
+  // block (the CLI ignores SIGPIPE, which a plugin's own pipelines must not inherit).
+  sigset_t all_signals;
+  sigset_t no_signals;
+  sigfillset(&all_signals);
+  sigemptyset(&no_signals);
+  short flags = POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK;
+  GPUCTL_TRY(check_spawn_call(posix_spawnattr_setsigdefault(&s.attr, &all_signals), "signal defaults"));
+  GPUCTL_TRY(check_spawn_call(posix_spawnattr_setsigmask(&s.attr, &no_signals), "signal mask"));
+  if (options.own_process_group) {
+    flags |= POSIX_SPAWN_SETPGROUP;
+    GPUCTL_TRY(check_spawn_call(posix_spawnattr_setpgroup(&s.attr, 0), "process group"));
+  }
+  GPUCTL_TRY(check_spawn_call(posix_spawnattr_setflags(&s.attr, flags), "flags"));
+  return {};
+}
+
+// Milliseconds left before the deadline, for poll(); -1 (wait forever) without one.
+int poll_timeout(const std::optional<SteadyClock::time_point>& deadline) {
+  if (!deadline) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
+  if (left <= 0) return 0;
+  // Round up so we do not spin just before the deadline.
+  return static_cast<int>(std::min<long long>(left + 1, 60'000));
+}
+
+bool past(const std::optional<SteadyClock::time_point>& deadline) {
+  return deadline && SteadyClock::now() >= *deadline;
+}
+
+void record_status(int status, ProcessResult& result) {
+  if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    result.term_signal = WTERMSIG(status);
+  }
+}
+
+// Reads stdout (and stderr when captured) until both reach EOF or the deadline passes.
+// Returns false on the deadline.
+Result<bool> pump_output(Fd& out, Fd& err, ProcessResult& result,
+                         const std::optional<SteadyClock::time_point>& deadline) {
+  char buffer[16384];
+  while (out.get() >= 0 || err.get() >= 0) {
+    pollfd fds[2];
+    nfds_t count = 0;
+    std::string* sinks[2];
+    Fd* owners[2];
+    if (out.get() >= 0) {
+      fds[count] = {out.get(), POLLIN, 0};
+      sinks[count] = &result.stdout_text;
+      owners[count++] = &out;
+    }
+    if (err.get() >= 0) {
+      fds[count] = {err.get(), POLLIN, 0};
+      sinks[count] = &result.stderr_text;
+      owners[count++] = &err;
+    }
+    if (past(deadline)) return false;
+    int ready = ::poll(fds, count, poll_timeout(deadline));
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      return fail(Errc::process, fmt::format("waiting for the child's output: {}", std::strerror(errno)));
+    }
+    if (ready == 0) continue;  // the deadline check above decides
+    for (nfds_t i = 0; i < count; ++i) {
+      if (fds[i].revents == 0) continue;
+      ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
+      if (n > 0) {
+        sinks[i]->append(buffer, static_cast<std::size_t>(n));
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        owners[i]->reset();  // EOF (or a broken pipe): this stream is done
+      }
+    }
+  }
+  return true;
+}
+
+// Waits for the child to exit; false when the deadline passes first.
+Result<bool> wait_child(pid_t pid, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
+  for (;;) {
+    int status = 0;
+    pid_t rc = ::waitpid(pid, &status, deadline ? WNOHANG : 0);
+    if (rc == pid) {
+      record_status(status, result);
+      return true;
+    }
+    if (rc < 0) {
+      if (errno == EINTR) continue;
+      return fail(Errc::process, fmt::format("waiting for the child process: {}", std::strerror(errno)));
+    }
+    if (past(deadline)) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+void kill_and_reap(pid_t pid, bool whole_group, ProcessResult& result) {
+  ::kill(whole_group ? -pid : pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  record_status(status, result);
+  result.timed_out = true;
+}
+
+}  // namespace
+
+Result<ProcessResult> run_process(const ProcessOptions& options) {
+  if (options.argv.empty() || options.argv.front().empty()) {
+    return fail(Errc::internal, "run_process: no program given");
+  }
+  std::optional<SteadyClock::time_point> deadline;
+  if (options.timeout) deadline = SteadyClock::now() + *options.timeout;
+
+  Pipe out_pipe;
+  Pipe err_pipe;
+  GPUCTL_TRY(make_pipe(out_pipe));
+  if (options.capture_stderr) GPUCTL_TRY(make_pipe(err_pipe));
+
+  SpawnSetup setup;
+  GPUCTL_TRY(prepare(setup, options, out_pipe.write_end.get(), options.capture_stderr ? err_pipe.write_end.get() : -1));
+
+  std::vector<std::string> argv_storage = options.argv;
+  std::vector<char*> argv = c_strings(argv_storage);
+  std::vector<std::string> env_storage = build_environment(options.extra_env);
+  std::vector<char*> envp = c_strings(env_storage);
+
+  ProcessResult result;
+  pid_t pid = -1;
+  // posix_spawnp searches our PATH when argv[0] has no '/'; glibc reports exec failures
+  // (ENOENT, EACCES, ENOEXEC) as its return value.
+  int rc = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attr, argv.data(), envp.data());
+  out_pipe.write_end.reset();
+  err_pipe.write_end.reset();
+  if (rc != 0) {
+    result.start_error = rc;
+    return result;
+  }
+
+  GPUCTL_TRY_ASSIGN(bool drained, pump_output(out_pipe.read_end, err_pipe.read_end, result, deadline));
+  if (!drained) {
+    kill_and_reap(pid, options.own_process_group, result);
+    return result;
+  }
+  GPUCTL_TRY_ASSIGN(bool exited, wait_child(pid, result, deadline));
+  if (!exited) kill_and_reap(pid, options.own_process_group, result);
+  return result;
+}
+
+std::string describe_outcome(const ProcessResult& result) {
+  if (result.start_error != 0) return fmt::format("could not be started: {}", std::strerror(result.start_error));
+  if (result.timed_out) return "timed out and was killed";
+  if (result.term_signal != 0) {
+    return fmt::format("was killed by signal {} ({})", result.term_signal, ::strsignal(result.term_signal));
+  }
+  if (result.exit_code == 0) return "exited successfully";
+  return fmt::format("exited with code {}", result.exit_code);
+}
+
+}  // namespace gpuctl::util
