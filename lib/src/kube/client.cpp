@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/exec_credential.hpp"
-#include "kube/base64.hpp"
+#include "kube/config_internal.hpp"
 
 namespace gpuctl::kube {
 
@@ -240,7 +240,7 @@ Result<void> Client::authenticate(HttpRequest& request) {
   if (!token.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + token);
   } else if (!config_.username.empty() || !config_.password.empty()) {
-    request.headers.emplace_back("Authorization", "Basic " + base64_encode(config_.username + ":" + config_.password));
+    request.headers.emplace_back("Authorization", "Basic " + detail::base64_encode(config_.username + ":" + config_.password));
   }
   if (!config_.impersonate_user.empty()) {
     request.headers.emplace_back("Impersonate-User", config_.impersonate_user);
