@@ -1,0 +1,454 @@
+// The fixed GPU probe script and the parser of its output. See probe.hpp for the framing.
+#include "gpuctl/gpu/probe.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "gpu/util.hpp"
+#include "gpuctl/gpu/nvidia_smi.hpp"
+
+namespace gpuctl::gpu {
+
+using detail::trim;
+
+namespace {
+
+// One line of POSIX sh, written to run under dash and busybox ash, and to survive being wrapped in
+// single quotes for any login shell: no newline, no single quote, no '!', no backslash.
+//
+//  s NAME CMD...  runs CMD with stdin from /dev/null. Its stdout streams through sed as "o " lines.
+//                 Its stderr, then a "<marker> rc=N" line, are collected in $e (the rc comes
+//                 through stderr because a pipeline's status is sed's); after the pipeline has
+//                 finished, $e is printed as "e " lines, so stdout and stderr never interleave.
+//                 The extra echo ends a last stdout line that had no newline. Sets $r.
+//  The flow: whole query; -L (unless nvidia-smi is missing); if the whole query failed (exit other
+//  than 0 and 14 = infoROM warning), the indices from -L (else one per /dev/nvidiaN) and a query
+//  per index.
+constexpr std::string_view kScript =
+    "P=@@gpuctl-probe-v1@@; export LC_ALL=C; PATH=\"$PATH:/usr/bin:/bin:/usr/sbin:/sbin\"; "
+    "s() { n=$1; shift; echo \"$P begin $n\"; "
+    "{ e=$( { { \"$@\" </dev/null 3>&-; echo \"$P rc=$?\" >&2; echo; } | sed \"s/^/o /\" >&3; } 2>&1 ); } 3>&1; "
+    "r=${e##*\"$P rc=\"}; e=${e%\"$P rc=\"*}; [ \"$r\" -ge 0 ] 2>/dev/null || r=255; "
+    "[ -z \"$e\" ] || { printf \"%s\" \"$e\"; echo; } | sed \"s/^/e /\"; "
+    "echo \"$P end $n rc=$r\"; return $r; }; "
+    "echo \"$P start\"; "
+    "s all nvidia-smi -q -x; a=$r; "
+    "if [ $a = 127 ]; then echo \"$P done\"; exit 0; fi; "
+    "s list nvidia-smi -L; "
+    "case $a in 0|14) echo \"$P done\"; exit 0;; esac; "
+    "I=$(nvidia-smi -L 2>/dev/null </dev/null | while read -r g i x; do [ \"$g\" = GPU ] && echo \"${i%:}\"; done); "
+    "w=list; if [ -z \"$I\" ]; then w=dev; "
+    "I=$(k=0; for f in /dev/nvidia[0-9]*; do [ -e \"$f\" ] && echo $k && k=$((k+1)); done); fi; "
+    "[ -n \"$I\" ] || w=none; echo \"$P indices $w\" $I; "
+    "for i in $I; do s gpu-$i nvidia-smi -q -x -i $i; done; "
+    "echo \"$P done\"";
+
+static_assert(kScript.find('\'') == std::string_view::npos, "the probe is wrapped in single quotes");
+static_assert(kScript.find('!') == std::string_view::npos, "csh history expansion");
+static_assert(kScript.find('\\') == std::string_view::npos, "fish and csh treat backslashes differently");
+static_assert(kScript.find('\n') == std::string_view::npos, "csh rejects newlines inside quotes");
+
+}  // namespace
+
+std::string_view probe_script() { return kScript; }
+
+std::string probe_remote_command() { return fmt::format("sh -c '{}'", kScript); }
+
+std::string_view to_string(ProbeStatus status) {
+  switch (status) {
+    case ProbeStatus::ok: return "ok";
+    case ProbeStatus::partial: return "partial";
+    case ProbeStatus::failed: return "failed";
+  }
+  return "failed";
+}
+
+std::string node_classification(const NodeGpuReport& report) {
+  if (report.status == ProbeStatus::ok) return "ok";
+  if (report.status == ProbeStatus::partial) return "partial";
+  return std::string(to_string(report.kind));
+}
+
+ProbeTranscript parse_probe_transcript(std::string_view stdout_text) {
+  ProbeTranscript t;
+  const std::size_t marker_len = kProbeMarker.size() + 1;  // the marker and one space
+  std::optional<ProbeStep> open;
+  auto close_open = [&] {
+    if (open) t.steps.push_back(std::move(*open));
+    open.reset();
+  };
+  auto append = [](std::string& to, std::string_view line) {
+    to.append(line);
+    to.push_back('\n');
+  };
+  for (std::string_view line : detail::split_lines(stdout_text)) {
+    if (line.size() >= marker_len && line.starts_with(kProbeMarker) && line[kProbeMarker.size()] == ' ') {
+      std::string_view ctl = trim(line.substr(marker_len));
+      if (ctl == "start") {
+        t.started = true;
+      } else if (ctl == "done") {
+        close_open();
+        t.finished = true;
+      } else if (ctl.substr(0, 6) == "begin ") {
+        close_open();  // a step that never ended: cut off
+        open = ProbeStep{std::string(trim(ctl.substr(6))), {}, {}, std::nullopt};
+      } else if (ctl.substr(0, 4) == "end ") {
+        std::string_view rest = trim(ctl.substr(4));
+        std::size_t rc_at = rest.rfind(" rc=");
+        std::string_view name = rc_at == std::string_view::npos ? rest : rest.substr(0, rc_at);
+        if (open && open->name == name) {
+          int rc = 255;
+          if (rc_at != std::string_view::npos) {
+            std::string_view num = rest.substr(rc_at + 4);
+            std::from_chars(num.data(), num.data() + num.size(), rc);
+          }
+          open->exit_code = rc;
+          close_open();
+        } else {
+          t.stray_lines.push_back(detail::one_line(line));
+        }
+      } else if (ctl.substr(0, 8) == "indices ") {
+        std::string_view rest = trim(ctl.substr(8));
+        std::size_t sp = rest.find(' ');
+        t.indices_source = std::string(rest.substr(0, sp));
+        rest = sp == std::string_view::npos ? std::string_view{} : trim(rest.substr(sp));
+        while (!rest.empty()) {
+          int v = 0;
+          auto [p, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), v);
+          if (ec != std::errc{}) break;
+          t.indices.push_back(v);
+          rest = trim(rest.substr(static_cast<std::size_t>(p - rest.data())));
+        }
+      } else {
+        t.stray_lines.push_back(detail::one_line(line));
+      }
+      continue;
+    }
+    if (open && (line == "o" || line.substr(0, 2) == "o ")) {
+      append(open->stdout_text, line.size() > 2 ? line.substr(2) : std::string_view{});
+    } else if (open && (line == "e" || line.substr(0, 2) == "e ")) {
+      append(open->stderr_text, line.size() > 2 ? line.substr(2) : std::string_view{});
+    } else if (!trim(line).empty()) {
+      t.stray_lines.push_back(detail::one_line(line));
+    }
+  }
+  close_open();
+  // The script ends every stdout with one extra newline, and stderr with at least one.
+  for (ProbeStep& s : t.steps) {
+    if (s.stdout_text.size() >= 2 && s.stdout_text.ends_with("\n\n")) s.stdout_text.pop_back();
+    else if (s.stdout_text == "\n") s.stdout_text.clear();
+    while (s.stderr_text.ends_with("\n\n")) s.stderr_text.pop_back();
+    if (s.stderr_text == "\n") s.stderr_text.clear();
+  }
+  return t;
+}
+
+namespace {
+
+// One `nvidia-smi -q -x [-i N]` step, interpreted.
+struct XmlStep {
+  std::optional<NvidiaSmiLog> log;  // set when it produced usable XML
+  NvsmiDiagnosis diagnosis;         // ok, a warning (infoROM), or why there is no log
+};
+
+NvsmiDiagnosis cut_off(std::string_view what) {
+  NvsmiDiagnosis d;
+  d.kind = NvsmiErrorKind::truncated;
+  d.message = fmt::format("{} did not finish: the probe output was cut off (output cap or deadline; a hung "
+                          "nvidia-smi looks like this too)",
+                          what);
+  return d;
+}
+
+XmlStep interpret_xml_step(const ProbeStep& step, std::string_view what) {
+  XmlStep out;
+  if (!step.exit_code) {
+    out.diagnosis = cut_off(what);
+    return out;
+  }
+  out.diagnosis = classify_nvidia_smi_run(step.exit_code, step.stdout_text, step.stderr_text);
+  if (*step.exit_code != 0 && !out.diagnosis.warning_only) return out;
+  Result<NvidiaSmiLog> log = parse_nvidia_smi_xml(step.stdout_text);
+  if (!log) {
+    if (out.diagnosis.ok()) {
+      out.diagnosis.kind = NvsmiErrorKind::garbage;
+      out.diagnosis.message = fmt::format("{} exited 0 but printed no usable XML: {}", what, log.error().message);
+      std::vector<std::string_view> lines = detail::split_lines(step.stdout_text);
+      out.diagnosis.excerpt = detail::excerpt_around(lines, 0);
+    } else {
+      out.diagnosis.warning_only = false;  // infoROM message and no data: a failure
+    }
+    return out;
+  }
+  if (out.diagnosis.warning_only) detail::attach_warning_lines(*log, step.stderr_text);
+  out.log = std::move(*log);
+  return out;
+}
+
+const ProbeStep* find_step(const ProbeTranscript& t, std::string_view name) {
+  for (const auto& s : t.steps) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+const ListedGpu* listed(const GpuList& list, int index) {
+  for (const auto& g : list.gpus) {
+    if (g.index == index) return &g;
+  }
+  return nullptr;
+}
+
+FailedGpu failed_gpu(int index, const GpuList& list, NvsmiDiagnosis d) {
+  FailedGpu f;
+  f.index = index;
+  if (d.pci_bus_id) f.pci_bus_id = *d.pci_bus_id;
+  if (const ListedGpu* g = listed(list, index)) {
+    f.uuid = g->uuid;
+    if (!g->name.empty()) f.product_name = g->name;
+  }
+  f.failure = std::move(d);
+  return f;
+}
+
+bool same_bus(const Reported<std::string>& a, const std::string& canonical) {
+  return a && canonical_pci_bus_id(*a) == canonical;
+}
+
+// GPUs that failed without getting a per-index query of their own: -L printed an error naming
+// their bus id instead of a "GPU N:" line, or the whole query named one no per-index query
+// answered for. Their index is inferred from a gap in the indices seen, when there is one.
+void add_unlisted_failures(NodeGpuReport& report, const GpuList& list, const NvsmiDiagnosis* whole_failure) {
+  auto known = [&](const std::string& bus) {
+    return std::any_of(report.gpus.begin(), report.gpus.end(), [&](const GpuInfo& g) { return same_bus(g.pci_bus_id, bus); }) ||
+           std::any_of(report.failed_gpus.begin(), report.failed_gpus.end(),
+                       [&](const FailedGpu& f) { return same_bus(f.pci_bus_id, bus); });
+  };
+  std::vector<NvsmiDiagnosis> found;
+  auto consider = [&](NvsmiDiagnosis d) {
+    if (d.ok() || d.warning_only || !d.pci_bus_id || known(*d.pci_bus_id)) return;
+    for (const auto& f : found) {
+      if (f.pci_bus_id == d.pci_bus_id) return;
+    }
+    found.push_back(std::move(d));
+  };
+  for (const std::string& line : list.other_lines) consider(classify_nvidia_smi_run(std::nullopt, line, {}));
+  // The whole query's error may be about a GPU whose own query failed without naming its bus id.
+  bool failed_without_bus = std::any_of(report.failed_gpus.begin(), report.failed_gpus.end(),
+                                        [](const FailedGpu& f) { return !f.pci_bus_id; });
+  if (whole_failure != nullptr && !failed_without_bus) consider(*whole_failure);
+  if (found.empty()) return;
+  std::vector<int> seen;
+  for (const auto& g : report.gpus) seen.push_back(g.index);
+  for (const auto& f : report.failed_gpus) seen.push_back(f.index);
+  for (const auto& g : list.gpus) seen.push_back(g.index);
+  int max_index = seen.empty() ? -1 : *std::max_element(seen.begin(), seen.end());
+  int next_gap = 0;
+  for (NvsmiDiagnosis& d : found) {
+    while (next_gap <= max_index && std::find(seen.begin(), seen.end(), next_gap) != seen.end()) ++next_gap;
+    FailedGpu f;
+    f.index = next_gap <= max_index ? next_gap++ : -1;
+    f.pci_bus_id = *d.pci_bus_id;
+    f.failure = std::move(d);
+    report.failed_gpus.push_back(std::move(f));
+  }
+  std::stable_sort(report.failed_gpus.begin(), report.failed_gpus.end(), [](const FailedGpu& a, const FailedGpu& b) {
+    return (a.index < 0 ? INT32_MAX : a.index) < (b.index < 0 ? INT32_MAX : b.index);
+  });
+}
+
+std::string gpu_label(const FailedGpu& f) {
+  std::string label = f.index >= 0 ? fmt::format("GPU {}", f.index) : std::string("a GPU");
+  if (f.pci_bus_id) label += fmt::format(" ({})", *f.pci_bus_id);
+  return label;
+}
+
+}  // namespace
+
+NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
+                                 bool truncated) {
+  NodeGpuReport report;
+  report.truncated = truncated;
+  ProbeTranscript t = parse_probe_transcript(stdout_text);
+
+  if (!t.started && t.steps.empty()) {
+    // The script did not run, or this is not its output.
+    report.enumeration = "none";
+    if (trim(stdout_text).empty() && trim(stderr_text).empty() && truncated) {
+      NvsmiDiagnosis d = cut_off("the probe");
+      report.kind = d.kind;
+      report.message = d.message;
+      report.step_failures.push_back(std::move(d));
+      return report;
+    }
+    NvsmiDiagnosis d = classify_nvidia_smi_run(exit_code, stdout_text, stderr_text);
+    if (d.kind == NvsmiErrorKind::nvidia_smi_missing && !detail::icontains(stdout_text, "nvidia-smi") &&
+        !detail::icontains(stderr_text, "nvidia-smi")) {
+      // Exit 127 without the probe's framing: the remote shell could not run the probe itself
+      // (no sh, no sed), which says nothing about nvidia-smi.
+      std::vector<std::string_view> lines = detail::split_lines(stderr_text.empty() ? stdout_text : stderr_text);
+      d.kind = NvsmiErrorKind::unknown_error;
+      d.message = fmt::format("the probe did not run (exit {}): \"{}\"", exit_code,
+                              lines.empty() ? std::string("no output") : detail::one_line(lines.front(), 160));
+    } else if (d.ok() || d.warning_only) {
+      d.kind = NvsmiErrorKind::garbage;
+      d.warning_only = false;
+      std::vector<std::string_view> lines = detail::split_lines(stdout_text.empty() ? stderr_text : stdout_text);
+      std::string first = lines.empty() ? std::string("(no output)") : detail::one_line(lines.front(), 120);
+      d.message = fmt::format("the probe's output is not framed by {} (the probe did not run): \"{}\"",
+                              kProbeMarker, first);
+      d.excerpt = detail::excerpt_around(lines, 0);
+    }
+    report.kind = d.kind;
+    report.message = d.message;
+    report.step_failures.push_back(std::move(d));
+    return report;
+  }
+  if (!t.finished) report.truncated = true;
+  for (const auto& stray : t.stray_lines) {
+    if (report.warnings.size() < 5) report.warnings.push_back(fmt::format("unexpected probe output: \"{}\"", stray));
+  }
+
+  // -L's GPU lines are good even when it exits non-zero because of one broken GPU.
+  GpuList list;
+  if (const ProbeStep* l = find_step(t, "list"); l && l->exit_code) list = parse_nvidia_smi_list(l->stdout_text);
+
+  const ProbeStep* all = find_step(t, "all");
+  XmlStep whole = all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
+
+  if (whole.log) {
+    report.enumeration = "query";
+    report.driver_version = whole.log->driver_version;
+    report.cuda_version = whole.log->cuda_version;
+    report.gpus = std::move(whole.log->gpus);
+    report.warnings.insert(report.warnings.end(), whole.log->warnings.begin(), whole.log->warnings.end());
+    // GPUs that -L lists but the whole query left out.
+    for (const auto& g : list.gpus) {
+      bool present = std::any_of(report.gpus.begin(), report.gpus.end(), [&](const GpuInfo& gpu) {
+        return g.uuid && gpu.uuid ? *g.uuid == *gpu.uuid : gpu.index == g.index;
+      });
+      if (present) continue;
+      NvsmiDiagnosis d;
+      d.kind = NvsmiErrorKind::unknown_error;
+      d.message = fmt::format("GPU {} ({}) is listed by nvidia-smi -L but missing from nvidia-smi -q -x", g.index,
+                              g.uuid ? *g.uuid : g.name);
+      report.failed_gpus.push_back(failed_gpu(g.index, list, std::move(d)));
+    }
+    if (list.gpus.empty() && whole.log->attached_gpus &&
+        *whole.log->attached_gpus > static_cast<int>(report.gpus.size())) {
+      report.warnings.push_back(fmt::format("nvidia-smi reports {} attached GPUs but described {}",
+                                            *whole.log->attached_gpus, report.gpus.size()));
+    }
+  } else {
+    report.step_failures.push_back(whole.diagnosis);
+    report.enumeration = t.indices_source.empty() ? "none" : t.indices_source;
+    for (int index : t.indices) {
+      std::string name = fmt::format("gpu-{}", index);
+      std::string what = fmt::format("nvidia-smi -q -x -i {}", index);
+      const ProbeStep* step = find_step(t, name);
+      XmlStep one = step ? interpret_xml_step(*step, what) : XmlStep{std::nullopt, cut_off(what)};
+      if (one.log && !one.log->gpus.empty()) {
+        GpuInfo gpu = std::move(one.log->gpus.front());
+        gpu.index = index;
+        if (!report.driver_version) report.driver_version = one.log->driver_version;
+        if (!report.cuda_version) report.cuda_version = one.log->cuda_version;
+        report.gpus.push_back(std::move(gpu));
+      } else {
+        if (one.log) {  // well-formed but without a <gpu>
+          one.diagnosis.kind = NvsmiErrorKind::garbage;
+          one.diagnosis.message = fmt::format("{} printed XML without a <gpu> element", what);
+        }
+        report.failed_gpus.push_back(failed_gpu(index, list, std::move(one.diagnosis)));
+      }
+    }
+  }
+  for (GpuInfo& gpu : report.gpus) merge_gpu_list(gpu, list);
+  add_unlisted_failures(report, list, whole.diagnosis.ok() ? nullptr : &whole.diagnosis);
+
+  const std::size_t total = report.gpus.size() + report.failed_gpus.size();
+  if (!report.gpus.empty() && report.failed_gpus.empty()) {
+    report.status = ProbeStatus::ok;
+    report.kind = NvsmiErrorKind::ok;
+    report.message = fmt::format("{} GPU{} answered", report.gpus.size(), report.gpus.size() == 1 ? "" : "s");
+    if (!whole.log) {
+      report.warnings.push_back(fmt::format("the whole query failed ({}) but every GPU answered on its own",
+                                            whole.diagnosis.message));
+    }
+  } else if (!report.gpus.empty()) {
+    const FailedGpu& first = report.failed_gpus.front();
+    report.status = ProbeStatus::partial;
+    report.kind = first.failure.kind;
+    report.message = fmt::format("{} of {} GPUs answered; {} failed: {}", report.gpus.size(), total, gpu_label(first),
+                                 first.failure.message);
+  } else {
+    report.status = ProbeStatus::failed;
+    // The whole query's verdict, unless a per-GPU one says more.
+    NvsmiDiagnosis node;
+    if (whole.log) {
+      if (report.failed_gpus.empty()) {
+        node.kind = NvsmiErrorKind::no_devices;
+        node.message = "nvidia-smi -q -x reported no GPU";
+      } else {
+        node = report.failed_gpus.front().failure;
+      }
+    } else {
+      node = whole.diagnosis;
+      if (!report.failed_gpus.empty() && node.kind == NvsmiErrorKind::unknown_error) {
+        node = report.failed_gpus.front().failure;
+      }
+    }
+    report.kind = node.kind;
+    report.message = node.message;
+    if (!report.failed_gpus.empty()) {
+      report.message += fmt::format(" [{} GPU{} failed]", report.failed_gpus.size(),
+                                    report.failed_gpus.size() == 1 ? "" : "s");
+    }
+  }
+  if (report.truncated && report.status != ProbeStatus::failed) {
+    report.warnings.push_back("the probe output was cut off before the probe finished");
+  }
+  if (t.finished && exit_code != 0) {
+    report.warnings.push_back(fmt::format("the probe finished but the remote command exited {}", exit_code));
+  }
+  return report;
+}
+
+void to_json(nlohmann::json& j, const FailedGpu& v) {
+  j = nlohmann::json{{"index", v.index >= 0 ? nlohmann::json(v.index) : nlohmann::json(nullptr)},
+                     {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+                     {"uuid", v.uuid ? nlohmann::json(detail::sanitize(*v.uuid)) : nlohmann::json(nullptr)},
+                     {"productName",
+                      v.product_name ? nlohmann::json(detail::sanitize(*v.product_name)) : nlohmann::json(nullptr)},
+                     {"failure", v.failure}};
+}
+
+void to_json(nlohmann::json& j, const NodeGpuReport& v) {
+  nlohmann::json gpus = nlohmann::json::array();
+  for (const auto& g : v.gpus) gpus.push_back(g);
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& f : v.failed_gpus) failed.push_back(f);
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : v.step_failures) steps.push_back(s);
+  nlohmann::json warnings = nlohmann::json::array();
+  for (const auto& w : v.warnings) warnings.push_back(detail::sanitize(w));
+  j = nlohmann::json{
+      {"status", to_string(v.status)},
+      {"classification", node_classification(v)},
+      {"kind", to_string(v.kind)},
+      {"message", detail::sanitize(v.message)},
+      {"driverVersion", v.driver_version ? nlohmann::json(detail::sanitize(*v.driver_version)) : nlohmann::json(nullptr)},
+      {"cudaVersion", v.cuda_version ? nlohmann::json(detail::sanitize(*v.cuda_version)) : nlohmann::json(nullptr)},
+      {"gpus", gpus},
+      {"failedGpus", failed},
+      {"stepFailures", steps},
+      {"warnings", warnings},
+      {"truncated", v.truncated},
+      {"enumeration", v.enumeration},
+  };
+}
+
+}  // namespace gpuctl::gpu
