@@ -68,14 +68,20 @@ Result<kube::Client*> AppContext::client() {
   std::ostream& err = streams_.err;
   options.on_warning = [&err](std::string_view text) { err << "Warning: " << text << '\n'; };
   if (globals_.verbosity >= 1) {
-    options.on_request = [&err](const kube::RequestLog& log) {
+    int verbosity = globals_.verbosity;
+    options.on_request = [&err, verbosity](const kube::RequestLog& log) {
       // Only method, URL, status and time: headers (credentials) are never logged.
       if (log.status == 0) {
         err << fmt::format("{} {} failed after {} ms (attempt {}): {}\n", log.method, log.url, log.duration.count(),
                            log.attempt, log.error);
       } else {
-        err << fmt::format("{} {} {} in {} ms{}\n", log.method, log.url, log.status, log.duration.count(),
-                           log.attempt > 1 ? fmt::format(" (attempt {})", log.attempt) : "");
+        std::string detail;
+        if (verbosity >= 2) {
+          detail = fmt::format(" [{}, {} connection{}]", log.protocol, log.new_connection ? "new" : "reused",
+                               log.content_encoding.empty() ? "" : ", " + log.content_encoding);
+        }
+        err << fmt::format("{} {} {} in {} ms{}{}\n", log.method, log.url, log.status, log.duration.count(),
+                           log.attempt > 1 ? fmt::format(" (attempt {})", log.attempt) : "", detail);
       }
     };
   }
@@ -95,7 +101,7 @@ void add_global_flags(CLI::App& app, GlobalOptions& g) {
                  "How long to wait for a single server request (e.g. 1s, 2m); 0 waits forever")
       ->default_str("0")
       ->group(group);
-  app.add_option("-v,--verbosity", g.verbosity, "Log level; 1 and above logs every HTTP request (method, URL, status, duration) to stderr")
+  app.add_option("-v,--verbosity", g.verbosity, "Log level: 1 logs every HTTP request (method, URL, status, duration) to stderr; 2 adds protocol, connection reuse and compression")
       ->default_str("0")
       ->check(CLI::Range(0, 10))
       ->group(group);
@@ -121,18 +127,22 @@ std::string command_path(const CLI::App* app) {
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {
-  AppContext context(streams, std::move(environment));
-  CLI::App app{"gpuctl: GPU cluster administration for Kubernetes", "gpuctl"};
+void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
   app.footer(
       "Exit codes: 0 success, 1 failure talking to the cluster or carrying out the operation, 2 usage error.\n"
       "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
   app.fallthrough();  // global flags may follow the subcommand, as with kubectl
   app.require_subcommand(0, 1);
-  bool show_version = false;
   app.add_flag("--version", show_version, "Print the version and the git commit gpuctl was built from");
   add_global_flags(app, context.globals());
   for (const auto& spec : command_table()) spec.register_command(app, context);
+}
+
+int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {
+  AppContext context(streams, std::move(environment));
+  CLI::App app{"gpuctl: GPU cluster administration for Kubernetes", "gpuctl"};
+  bool show_version = false;
+  configure_app(app, context, show_version);
 
   try {
     app.parse(argc, argv);

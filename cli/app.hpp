@@ -72,6 +72,9 @@ class AppContext {
   std::unique_ptr<kube::Client> client_;
 };
 
+// Adds the global flags and every command of the command table to `app`.
+void configure_app(CLI::App& app, AppContext& context, bool& show_version);
+
 // Runs gpuctl with these arguments; returns the exit code. main() and the CLI tests call it.
 int run_cli(int argc, const char* const* argv, Streams streams, Environment environment);
 

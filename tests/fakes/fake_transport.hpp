@@ -59,12 +59,12 @@ class FakeTransport : public kube::Transport {
     }
     if (match == nullptr) {
       unexpected_.push_back(request.method + " " + request.url);
-      return kube::HttpResponse{599, {}, "unexpected request"};
+      return response(599, {}, "unexpected request");
     }
     FakeAnswer answer = std::move(match->answers.front());
     match->answers.pop_front();
     if (answer.transport_error) return fail(Errc::transport, "connection reset by peer (fake)");
-    return kube::HttpResponse{answer.status, answer.headers, answer.body};
+    return response(answer.status, answer.headers, answer.body);
   }
 
   Result<kube::HttpResponse> send_streaming(const kube::HttpRequest& request, const kube::BodyChunkHandler& on_chunk) override {
@@ -101,6 +101,15 @@ class FakeTransport : public kube::Transport {
   }
 
  private:
+  static kube::HttpResponse response(int status, kube::Headers headers, std::string body) {
+    kube::HttpResponse r;
+    r.status = status;
+    r.headers = std::move(headers);
+    r.body = std::move(body);
+    r.protocol = "HTTP/2";
+    return r;
+  }
+
   std::mutex mutex_;
   std::vector<Expectation> expectations_;
   std::vector<kube::HttpRequest> requests_;

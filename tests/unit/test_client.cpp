@@ -155,11 +155,21 @@ TEST_CASE("kube::Client gives up on Retry-After after max_retries", "[client]") 
   CHECK(fc.fake->count("GET") == 3);
 }
 
+namespace {
+gpuctl::kube::HttpResponse make_response(int status, gpuctl::kube::Headers headers, std::string body) {
+  gpuctl::kube::HttpResponse r;
+  r.status = status;
+  r.headers = std::move(headers);
+  r.body = std::move(body);
+  return r;
+}
+}  // namespace
+
 TEST_CASE("kube::decode_api_error turns Status bodies into clear errors", "[client]") {
   using gpuctl::kube::HttpResponse;
   SECTION("RBAC 403 names user, verb and resource and says what to do") {
-    HttpResponse r{403, {{"content-type", "application/json"}},
-                   R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403})"};
+    HttpResponse r = make_response(403, {{"content-type", "application/json"}},
+                   R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"nodes is forbidden: User \"alice\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403})");
     auto e = gpuctl::kube::decode_api_error(r, "GET", "https://x/api/v1/nodes?limit=500");
     CHECK(e.is_forbidden());
     CHECK(e.reason == "Forbidden");
@@ -168,28 +178,28 @@ TEST_CASE("kube::decode_api_error turns Status bodies into clear errors", "[clie
           "ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)");
   }
   SECTION("401") {
-    HttpResponse r{401, {{"content-type", "application/json"}},
-                   R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})"};
+    HttpResponse r = make_response(401, {{"content-type", "application/json"}},
+                   R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401})");
     auto e = gpuctl::kube::decode_api_error(r, "GET", "https://x/api/v1/nodes");
     CHECK(e.is_unauthorized());
     CHECK(e.message.starts_with("unauthorized: the API server rejected these credentials (Unauthorized)"));
   }
   SECTION("plain-text 429 from API Priority and Fairness") {
-    HttpResponse r{429, {{"content-type", "text/plain; charset=utf-8"}, {"retry-after", "2"}}, "Too many requests, please try again later.\n"};
+    HttpResponse r = make_response(429, {{"content-type", "text/plain; charset=utf-8"}, {"retry-after", "2"}}, "Too many requests, please try again later.\n");
     auto e = gpuctl::kube::decode_api_error(r, "GET", "https://x/api/v1/pods");
     CHECK(e.retry_after_seconds == 2);
     CHECK(e.reason == "TooManyRequests");
     CHECK(e.message == "the API server is throttling requests (Too many requests, please try again later.); it asked to retry after 2s");
   }
   SECTION("plain-text 500") {
-    HttpResponse r{500, {{"content-type", "text/plain"}}, "Internal Server Error: \"/api/v1/nodes\": etcdserver: request timed out\n"};
+    HttpResponse r = make_response(500, {{"content-type", "text/plain"}}, "Internal Server Error: \"/api/v1/nodes\": etcdserver: request timed out\n");
     auto e = gpuctl::kube::decode_api_error(r, "GET", "https://x/api/v1/nodes");
     CHECK(e.reason == "InternalError");
     CHECK(e.message == "Internal Server Error: \"/api/v1/nodes\": etcdserver: request timed out");
   }
   SECTION("422 keeps field causes") {
-    HttpResponse r{422, {{"content-type", "application/json"}},
-                   R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Job.batch \"train\" is invalid: spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator","reason":"Invalid","details":{"name":"train","group":"batch","kind":"Job","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: 0: must not be 0 for the In operator","field":"spec.podFailurePolicy.rules[0].onExitCodes.values[0]"}]},"code":422})"};
+    HttpResponse r = make_response(422, {{"content-type", "application/json"}},
+                   R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"Job.batch \"train\" is invalid: spec.podFailurePolicy.rules[0].onExitCodes.values[0]: Invalid value: 0: must not be 0 for the In operator","reason":"Invalid","details":{"name":"train","group":"batch","kind":"Job","causes":[{"reason":"FieldValueInvalid","message":"Invalid value: 0: must not be 0 for the In operator","field":"spec.podFailurePolicy.rules[0].onExitCodes.values[0]"}]},"code":422})");
     auto e = gpuctl::kube::decode_api_error(r, "POST", "https://x/apis/batch/v1/namespaces/a/jobs");
     CHECK(e.reason == "Invalid");
     REQUIRE(e.causes.size() == 1);
@@ -198,7 +208,7 @@ TEST_CASE("kube::decode_api_error turns Status bodies into clear errors", "[clie
   }
   SECTION("the real 403 quota body from the fixtures") {
     std::string body = gpuctl::testing::fixture("k8s-errors/quota__api-status-403-exceeded-quota.json");
-    HttpResponse r{403, {{"content-type", "application/json"}}, body};
+    HttpResponse r = make_response(403, {{"content-type", "application/json"}}, body);
     auto e = gpuctl::kube::decode_api_error(r, "POST", "https://x/api/v1/namespaces/a/pods");
     CHECK(e.is_forbidden());
     CHECK(e.message.find("exceeded quota") != std::string::npos);

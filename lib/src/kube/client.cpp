@@ -273,8 +273,14 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     Result<HttpResponse> sent = on_chunk ? transport_->send_streaming(wire, *on_chunk) : transport_->send(wire);
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     if (options_.on_request) {
-      options_.on_request(RequestLog{wire.method, wire.url, sent ? sent->status : 0, elapsed, attempt,
-                                     sent ? std::string() : sent.error().message});
+      RequestLog log{wire.method, wire.url, sent ? sent->status : 0, elapsed, attempt,
+                     sent ? std::string() : sent.error().message, {}, false, {}};
+      if (sent) {
+        log.protocol = sent->protocol;
+        log.new_connection = sent->new_connection;
+        log.content_encoding = std::string(sent->header("content-encoding"));
+      }
+      options_.on_request(log);
     }
     if (!sent) {
       // Only reads are retried after a transport failure: a write may have been applied.

@@ -240,6 +240,15 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &ex);
 
     CURLcode rc = curl_easy_perform(h);
+    long http_version = 0;
+    long new_connections = 0;
+    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &http_version);
+    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &new_connections);
+    ex.response.protocol = http_version == CURL_HTTP_VERSION_2_0 ? "HTTP/2"
+                           : http_version == CURL_HTTP_VERSION_3 ? "HTTP/3"
+                           : http_version == CURL_HTTP_VERSION_1_0 ? "HTTP/1.0"
+                                                                   : "HTTP/1.1";
+    ex.response.new_connection = new_connections > 0;
     // Options that point at our stack must not outlive this call in the pooled handle.
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_CONNECT_TO, nullptr);

@@ -97,6 +97,9 @@ struct RequestLog {
   std::chrono::milliseconds duration{0};
   int attempt = 1;
   std::string error;  // transport failure, if any
+  std::string protocol;          // "HTTP/2", "HTTP/1.1"
+  bool new_connection = false;   // false: a kept-alive connection was reused
+  std::string content_encoding;  // "gzip" when the server compressed the answer
 };
 
 struct ClientOptions {

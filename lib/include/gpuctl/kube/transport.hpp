@@ -32,6 +32,10 @@ struct HttpResponse {
   int status = 0;
   Headers headers;  // names lower-cased
   std::string body;
+  // How the answer travelled, for -v: "HTTP/1.1", "HTTP/2"; and whether a new connection had
+  // to be opened for it (false when a kept-alive one was reused).
+  std::string protocol;
+  bool new_connection = false;
 
   // The first header with this (lower-case) name, or "" when absent.
   std::string_view header(std::string_view name) const;

@@ -1,0 +1,155 @@
+#include <catch2/catch.hpp>
+
+#include "app.hpp"
+#include "fakes/cli_harness.hpp"
+
+using gpuctl::testing::CliHarness;
+using gpuctl::testing::json_answer;
+using nlohmann::json;
+
+namespace {
+
+std::string list_of(json items) { return json{{"metadata", {{"continue", ""}, {"resourceVersion", "7"}}}, {"items", items}}.dump(); }
+
+json node(const std::string& name, int gpus, const std::string& product) {
+  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", product}}}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+          {"status",
+           {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
+void script_inventory(CliHarness& h) {
+  h.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of(json::array({node("b-node", 4, "Tesla-T4"), node("a-node", 8, "NVIDIA-H100-80GB-HBM3")}))));
+  json pod = {{"metadata", {{"name", "p"}}},
+              {"spec", {{"nodeName", "a-node"}, {"containers", json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}},
+              {"status", {{"phase", "Running"}}}};
+  h.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array({pod}))));
+}
+
+}  // namespace
+
+TEST_CASE("cli::run_cli nodes renders the table and the product summary", "[cli]") {
+  CliHarness h;
+  script_inventory(h);
+  auto r = h.run({"nodes"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.empty());
+  // a-node sorts first; 8 capacity, 3 used, 5 free
+  CHECK(r.out.find("NAME     STATUS   PRODUCT                 CAPACITY   ALLOCATABLE   USED   FREE   UNHEALTHY   TAINTS   AGE") == 0);
+  CHECK(r.out.find("a-node   Ready    NVIDIA-H100-80GB-HBM3   8          8             3      5      0           <none>") != std::string::npos);
+  CHECK(r.out.find("PRODUCT                 NODES   CAPACITY   ALLOCATABLE   USED   FREE") != std::string::npos);
+  CHECK(r.out.find("Tesla-T4                1       4          4             0      4") != std::string::npos);
+  CHECK(h.fake().unexpected().empty());
+}
+
+TEST_CASE("cli::run_cli nodes -o json prints the documented schema only", "[cli]") {
+  CliHarness h;
+  script_inventory(h);
+  auto r = h.run({"nodes", "-o", "json"});
+  REQUIRE(r.exit_code == 0);
+  json doc = json::parse(r.out);
+  CHECK(doc["kind"] == "GPUNodeList");
+  CHECK(doc["items"].size() == 2);
+  CHECK(doc["items"][0]["gpus"]["used"] == 3);
+  CHECK(doc["summary"].size() == 2);
+}
+
+TEST_CASE("cli::run_cli nodes -o yaml and -o name", "[cli]") {
+  CliHarness h;
+  script_inventory(h);
+  script_inventory(h);
+  auto y = h.run({"nodes", "-o", "yaml"});
+  REQUIRE(y.exit_code == 0);
+  CHECK(y.out.find("apiVersion: gpuctl.io/v1alpha1\n") == 0);
+  CHECK(y.out.find("\nkind: GPUNodeList\n") != std::string::npos);
+  CHECK(y.out.find("    product: NVIDIA-H100-80GB-HBM3\n") != std::string::npos);
+  auto n = h.run({"nodes", "-o", "name", "--sort-by", "capacity"});
+  REQUIRE(n.exit_code == 0);
+  CHECK(n.out == "node/b-node\nnode/a-node\n");
+}
+
+TEST_CASE("cli::run_cli maps usage errors to exit 2 with one line on stderr and nothing on stdout", "[cli]") {
+  CliHarness h;
+  SECTION("unknown flag") {
+    auto r = h.run({"nodes", "--bogus"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == "error: The following argument was not expected: --bogus (see 'gpuctl nodes --help')\n");
+  }
+  SECTION("bad output format") {
+    auto r = h.run({"nodes", "-o", "xml"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("error: --output: xml not in {table,wide,json,yaml,name}") == 0);
+  }
+  SECTION("bad --request-timeout") {
+    auto r = h.run({"nodes", "--request-timeout", "5"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err == "error: invalid duration \"5\": missing unit (use a number with a unit, e.g. 30s, 5m, 1h30m, 7d)\n");
+  }
+  SECTION("unknown command") {
+    auto r = h.run({"nodez"});
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find("error: The following argument was not expected: nodez") == 0);
+  }
+  CHECK(h.fake().requests().empty());
+}
+
+TEST_CASE("cli::run_cli reports cluster failures as exit 1 without stdout", "[cli]") {
+  CliHarness h;
+  h.fake().on("GET", "/api/v1/nodes",
+              json_answer(403, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403})"));
+  auto r = h.run({"nodes"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.empty());
+  CHECK(r.err ==
+        "error: forbidden: nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope; "
+        "ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)\n");
+}
+
+TEST_CASE("cli::run_cli passes global flags, before or after the subcommand, to configuration loading", "[cli]") {
+  CliHarness h;
+  script_inventory(h);
+  auto r = h.run({"--context", "prod", "nodes", "--kubeconfig", "/x/config", "-n", "team-a", "-o", "name"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(h.last_load_options().context == "prod");
+  CHECK(h.last_load_options().kubeconfig == "/x/config");
+  CHECK(h.last_load_options().namespace_name == "team-a");
+}
+
+TEST_CASE("cli::run_cli -v 1 logs requests on stderr without credentials", "[cli]") {
+  CliHarness h;
+  script_inventory(h);
+  auto r = h.run({"nodes", "-v", "1", "-o", "name"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.err.find("GET https://k8s.test:6443/api/v1/nodes?limit=500 200 in ") == 0);
+  CHECK(r.err.find("secret-token") == std::string::npos);
+  CHECK(r.out == "node/a-node\nnode/b-node\n");
+}
+
+TEST_CASE("cli::run_cli --version names the commit", "[cli]") {
+  CliHarness h;
+  auto r = h.run({"--version"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.starts_with("gpuctl "));
+  CHECK(r.out.find("(commit ") != std::string::npos);
+}
+
+TEST_CASE("cli: every command has a description and examples in its help", "[cli]") {
+  std::ostringstream out, err;
+  gpuctl::cli::AppContext ctx({out, err}, gpuctl::cli::Environment{});
+  CLI::App app{"gpuctl", "gpuctl"};
+  bool version = false;
+  gpuctl::cli::configure_app(app, ctx, version);
+  auto subs = app.get_subcommands([](const CLI::App*) { return true; });
+  REQUIRE_FALSE(subs.empty());
+  std::vector<const CLI::App*> all(subs.begin(), subs.end());
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    for (const CLI::App* nested : all[i]->get_subcommands([](const CLI::App*) { return true; })) all.push_back(nested);
+  }
+  for (const CLI::App* sub : all) {
+    INFO("command: " << sub->get_name());
+    CHECK_FALSE(sub->get_description().empty());
+    CHECK(sub->get_footer().find("Examples:") != std::string::npos);
+  }
+}
