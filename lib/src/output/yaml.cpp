@@ -13,7 +13,9 @@ bool needs_quotes(const std::string& s) {
   static const std::regex special(
       "^(~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N|"
       "[-+]?(\\.[0-9]+|[0-9][0-9_]*(\\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)|"
-      "[0-9]+(:[0-5]?[0-9])+(\\.[0-9]*)?)$");
+      "[0-9]+(:[0-5]?[0-9])+(\\.[0-9]*)?|"
+      // YAML 1.1 timestamps: readers turn them into dates, so RFC 3339 strings stay quoted (as kubectl does)
+      "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ]|[ \\t]+)?.*)$");
   return std::regex_match(s, special);
 }
 
