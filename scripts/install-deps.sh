@@ -5,12 +5,14 @@ set -euo pipefail
 
 packages=(
   # build
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libyaml-cpp-dev libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev libpugixml-dev
   # tests
   catch2
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
+  # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
+  tinyproxy microsocks
 )
 
 missing=()

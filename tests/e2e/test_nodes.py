@@ -239,5 +239,24 @@ class NodesTest(h.TestCase):
             self.assertNotIn(secret, r.stderr)
 
 
+    def test_large_lists_arrive_gzip_compressed(self):
+        # The API server compresses only answers over 128 KiB, and only when asked: fill the pod
+        # list past that with pods that carry a large annotation, bound to a node by name.
+        ns = self.namespace("gzip")
+        filler = "x" * 4096
+        pods = []
+        for i in range(40):
+            p = h.gpu_pod("bulk-%02d" % i, ns, gpus=0, resources={"requests": {"cpu": "10m"}},
+                          annotations={"e2e.gpuctl.dev/filler": filler})
+            p["spec"]["nodeName"] = "ne-a10g-0"
+            pods.append(p)
+        h.create(pods)
+        r = h.gpuctl("nodes", "-v", "2", "-o", "name")
+        self.assertEqual(r.rc, 0, r.stderr)
+        pod_list = [l for l in r.stderr.splitlines() if l.startswith("GET ") and "/api/v1/pods?" in l]
+        self.assertEqual(len(pod_list), 1, r.stderr)
+        self.assertIn(", gzip]", pod_list[0])
+
+
 if __name__ == "__main__":
     h.main()

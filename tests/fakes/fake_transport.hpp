@@ -63,7 +63,11 @@ class FakeTransport : public kube::Transport {
     }
     FakeAnswer answer = std::move(match->answers.front());
     match->answers.pop_front();
-    if (answer.transport_error) return fail(Errc::transport, "connection reset by peer (fake)");
+    if (answer.transport_error) {
+      auto e = fail(Errc::transport, "connection reset by peer (fake)");
+      e.error().transient = true;
+      return e;
+    }
     return response(answer.status, answer.headers, answer.body);
   }
 

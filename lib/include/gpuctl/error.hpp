@@ -44,6 +44,9 @@ struct Error {
   std::optional<int> retry_after_seconds;
   // For 410 Expired list errors: the continue token the server offered, if any.
   std::string continue_token;
+  // Transport failures that a retry of an idempotent request may get past (connection reset,
+  // EOF, a lost HTTP/2 stream), as opposed to refused connections, DNS or TLS errors.
+  bool transient = false;
 
   bool is_not_found() const { return code == Errc::api && http_status == 404; }
   bool is_conflict() const { return code == Errc::api && http_status == 409; }
@@ -65,7 +68,10 @@ template <class T>
 using Result = std::expected<T, Error>;
 
 inline std::unexpected<Error> fail(Errc code, std::string message) {
-  return std::unexpected<Error>(Error{code, std::move(message), 0, {}, {}, std::nullopt, {}});
+  Error e;
+  e.code = code;
+  e.message = std::move(message);
+  return std::unexpected<Error>(std::move(e));
 }
 inline std::unexpected<Error> fail(Error error) { return std::unexpected<Error>(std::move(error)); }
 

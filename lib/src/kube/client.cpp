@@ -284,7 +284,7 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     }
     if (!sent) {
       // Only reads are retried after a transport failure: a write may have been applied.
-      if (sent.error().code == Errc::transport && is_idempotent(wire.method) && attempt <= options_.max_retries &&
+      if (sent.error().transient && is_idempotent(wire.method) && attempt <= options_.max_retries &&
           transport_retries < 5) {
         ++transport_retries;
         auto cap = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(transport_retries, 10)));
@@ -476,7 +476,7 @@ Result<void> Client::watch(std::string_view path, const WatchOptions& options,
       if (line.empty()) continue;
       auto event = json::parse(line, nullptr, false);
       if (!event.is_object()) {
-        watch_error = Error{Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path), 0, {}, {}, std::nullopt, {}};
+        watch_error = fail(Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path)).error();
         return false;
       }
       WatchEvent ev{event.value("type", ""), event.value("object", json::object())};

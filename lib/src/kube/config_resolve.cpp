@@ -37,7 +37,7 @@ Error combine(const std::vector<Problem>& problems, const std::string& context) 
       first = false;
     }
   }
-  return Error{Errc::config, message, 0, {}, {}, std::nullopt, {}};
+  return fail(Errc::config, message).error();
 }
 
 std::string lower(std::string s) {

@@ -275,7 +275,16 @@ class CurlTransport final : public Transport {
         e.message = fmt::format("cannot resolve the API server {} ({}); check the server field of the cluster in your kubeconfig", where, why);
         break;
       case CURLE_COULDNT_CONNECT:
-        e.message = fmt::format("cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?", where, why);
+        if (!settings_.proxy_url.empty()) {
+          e.message = fmt::format("cannot connect to the API server {} through the proxy {} ({}); is the proxy running, and is the kubeconfig's proxy-url right?",
+                                  where, settings_.proxy_url, why);
+        } else {
+          e.message = fmt::format("cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?", where, why);
+        }
+        break;
+      case CURLE_PROXY:
+        e.message = fmt::format("the proxy {} refused to connect to the API server {} ({}); check the kubeconfig's proxy-url and the proxy's rules",
+                                settings_.proxy_url, where, why);
         break;
       case CURLE_PEER_FAILED_VERIFICATION:
         e.message = fmt::format("the API server {} presented a certificate that could not be verified ({}); check certificate-authority(-data) or tls-server-name in your kubeconfig", where, why);
@@ -285,6 +294,16 @@ class CurlTransport final : public Transport {
       case CURLE_SSL_CONNECT_ERROR:
       case CURLE_SSL_CACERT_BADFILE:
         e.message = fmt::format("TLS handshake with {} failed ({}); check the client certificate, key and CA in your kubeconfig", where, why);
+        break;
+      case CURLE_SEND_ERROR:
+      case CURLE_RECV_ERROR:
+      case CURLE_GOT_NOTHING:
+      case CURLE_PARTIAL_FILE:
+      case CURLE_HTTP2:
+      case CURLE_HTTP2_STREAM:
+        // The connection broke mid-exchange (reset, EOF, HTTP/2 GOAWAY): worth a retry for reads.
+        e.transient = true;
+        e.message = fmt::format("the connection to {} broke ({}); retry, or check the API server and any proxy between", where, why);
         break;
       default:
         e.message = fmt::format("request to {} failed: {}", where, why);
