@@ -87,10 +87,11 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
   }
   std::string text = table.render({!o.no_headers, color});
   if (!o.no_headers && !inv.products.empty()) {
-    output::Table summary({"PRODUCT", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
+    output::Table summary({"PRODUCT", "RESOURCE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
     for (const auto& p : inv.products) {
-      summary.add_row({or_none(p.product), std::to_string(p.nodes), std::to_string(p.capacity), std::to_string(p.allocatable),
-                       std::to_string(p.used), std::to_string(p.free)});
+      std::string resource = p.resource.starts_with(ops::kNvidiaResourcePrefix) ? p.resource.substr(ops::kNvidiaResourcePrefix.size()) : p.resource;
+      summary.add_row({or_none(p.product), resource, std::to_string(p.nodes), std::to_string(p.capacity),
+                       std::to_string(p.allocatable), std::to_string(p.used), std::to_string(p.free)});
     }
     text += "\n" + summary.render({true, color});
   }

@@ -157,14 +157,27 @@ class NodesTest(h.TestCase):
     def test_summary_per_product(self):
         expected = expected_inventory()
         want = {}
-        for e in expected.values():
-            s = want.setdefault(e["product"], {"nodes": 0, "capacity": 0, "allocatable": 0, "used": 0, "free": 0})
+
+        def add(product, resource, counts):
+            s = want.setdefault((product, resource), {"nodes": 0, "capacity": 0, "allocatable": 0, "used": 0, "free": 0})
             s["nodes"] += 1
             for k in ("capacity", "allocatable", "used", "free"):
-                s[k] += e["gpus"][k]
+                s[k] += counts[k]
+
+        for e in expected.values():
+            add(e["product"], "nvidia.com/gpu", e["gpus"])
+            for r in e["resources"]:
+                add(e["product"], r["name"], r)
+        # A product whose nodes offer no whole GPUs but other resources (MIG) has no whole-GPU row.
+        for product in {p for p, _ in want}:
+            row = want[(product, "nvidia.com/gpu")]
+            if row["capacity"] == 0 and any(p == product and r != "nvidia.com/gpu" for p, r in want):
+                del want[(product, "nvidia.com/gpu")]
         doc = self.nodes_json()
-        got = {s["product"]: {k: s[k] for k in ("nodes", "capacity", "allocatable", "used", "free")} for s in doc["summary"]}
+        got = {(s["product"], s["resource"]): {k: s[k] for k in ("nodes", "capacity", "allocatable", "used", "free")}
+               for s in doc["summary"]}
         self.assertEqual(got, want)
+        self.assertEqual(got[("NVIDIA-A100-SXM4-40GB", "nvidia.com/mig-3g.20gb")]["used"], 5)
 
     def test_table_and_wide(self):
         r = h.gpuctl("nodes", "-l", SELECTOR)

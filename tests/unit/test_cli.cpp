@@ -38,8 +38,8 @@ TEST_CASE("cli::run_cli nodes renders the table and the product summary", "[cli]
   // a-node sorts first; 8 capacity, 3 used, 5 free
   CHECK(r.out.find("NAME     STATUS   PRODUCT                 CAPACITY   ALLOCATABLE   USED   FREE   UNHEALTHY   TAINTS   AGE") == 0);
   CHECK(r.out.find("a-node   Ready    NVIDIA-H100-80GB-HBM3   8          8             3      5      0           <none>") != std::string::npos);
-  CHECK(r.out.find("PRODUCT                 NODES   CAPACITY   ALLOCATABLE   USED   FREE") != std::string::npos);
-  CHECK(r.out.find("Tesla-T4                1       4          4             0      4") != std::string::npos);
+  CHECK(r.out.find("PRODUCT                 RESOURCE   NODES   CAPACITY   ALLOCATABLE   USED   FREE") != std::string::npos);
+  CHECK(r.out.find("Tesla-T4                gpu        1       4          4             0      4") != std::string::npos);
   CHECK(h.fake().unexpected().empty());
 }
 

@@ -183,6 +183,11 @@ TEST_CASE("ops::build_node_inventory reports MIG resources, taints, conditions a
   CHECK(n.other_resources[0].name == "nvidia.com/mig-1g.5gb");
   CHECK(n.other_resources[0].used == 2);
   CHECK(n.other_resources[0].free() == 5);
+  // A MIG-only product: no empty whole-GPU row, one row for the MIG profile.
+  REQUIRE(inv.products.size() == 1);
+  CHECK(inv.products[0].resource == "nvidia.com/mig-1g.5gb");
+  CHECK(inv.products[0].capacity == 7);
+  CHECK(inv.products[0].used == 2);
   CHECK(n.gpu_pods == 1);
   REQUIRE(n.taints.size() == 1);
   CHECK(gpuctl::kube::to_string(n.taints[0]) == "nvidia.com/gpu=present:NoSchedule");
@@ -199,6 +204,7 @@ TEST_CASE("ops::build_node_inventory reports MIG resources, taints, conditions a
   CHECK(out["items"][0]["cordon"]["reason"] == "XID 79");
   CHECK(out["items"][0]["resources"][0]["used"] == 2);
   CHECK(out["items"][0]["driverVersion"].is_null());
+  CHECK(out["summary"][0]["resource"] == "nvidia.com/mig-1g.5gb");
 }
 
 TEST_CASE("ops::collect_node_inventory uses two paginated lists whatever the cluster size", "[nodes]") {

@@ -107,7 +107,8 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
   }
 
   NodeInventory inventory;
-  std::map<std::string, ProductSummary> products;
+  // (product, resource) -> row; nvidia.com/gpu sorts before nvidia.com/mig-* by name.
+  std::map<std::pair<std::string, std::string>, ProductSummary> products;
   for (const auto& node : nodes) {
     bool gpu_node = is_gpu_node(node);
     if (!gpu_node && !include_non_gpu_nodes) continue;
@@ -159,18 +160,30 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     }
 
     if (gpu_node) {
-      ProductSummary& p = products[info.product];
-      p.product = info.product;
-      ++p.nodes;
-      p.capacity += info.gpus.capacity;
-      p.allocatable += info.gpus.allocatable;
-      p.used += info.gpus.used;
-      p.free += info.gpus.free();
+      auto add = [&](const ResourceCount& rc) {
+        ProductSummary& p = products[{info.product, rc.name}];
+        p.product = info.product;
+        p.resource = rc.name;
+        ++p.nodes;
+        p.capacity += rc.capacity;
+        p.allocatable += rc.allocatable;
+        p.used += rc.used;
+        p.free += rc.free();
+      };
+      add(info.gpus);
+      for (const auto& rc : info.other_resources) add(rc);
     }
     inventory.nodes.push_back(std::move(info));
   }
   std::sort(inventory.nodes.begin(), inventory.nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (auto& [name, p] : products) inventory.products.push_back(std::move(p));
+  for (auto& [key, p] : products) {
+    bool whole_gpus = key.second == kGpuResource;
+    bool has_other_rows = products.upper_bound({key.first, key.second}) != products.end() &&
+                          products.upper_bound({key.first, key.second})->first.first == key.first;
+    // A MIG-only product: its empty whole-GPU row would only say "0 GPUs".
+    if (whole_gpus && p.capacity == 0 && p.allocatable == 0 && p.used == 0 && has_other_rows) continue;
+    inventory.products.push_back(std::move(p));
+  }
   return inventory;
 }
 
@@ -266,6 +279,7 @@ json to_json(const NodeInventory& inventory) {
   json summary = json::array();
   for (const auto& p : inventory.products) {
     summary.push_back({{"product", string_or_null(p.product)},
+                       {"resource", p.resource},
                        {"nodes", p.nodes},
                        {"capacity", p.capacity},
                        {"allocatable", p.allocatable},

@@ -77,9 +77,14 @@ struct NodeGpuInfo {
   std::int64_t unhealthy() const { return gpus.capacity > gpus.allocatable ? gpus.capacity - gpus.allocatable : 0; }
 };
 
+// One row of the summary: a product and one of its resources. Whole GPUs (nvidia.com/gpu) come
+// first; MIG and other nvidia.com/* resources get rows of their own, so a MIG-partitioned fleet
+// (no whole GPUs left) still shows what it offers. A product's whole-GPU row is left out when
+// none of its nodes has whole GPUs but it offers other resources.
 struct ProductSummary {
   std::string product;  // "" for GPU nodes with no product label
-  std::int64_t nodes = 0;
+  std::string resource = std::string(kGpuResource);
+  std::int64_t nodes = 0;  // nodes of this product that offer this resource
   std::int64_t capacity = 0;
   std::int64_t allocatable = 0;
   std::int64_t used = 0;
@@ -88,7 +93,7 @@ struct ProductSummary {
 
 struct NodeInventory {
   std::vector<NodeGpuInfo> nodes;
-  std::vector<ProductSummary> products;  // GPU nodes only, sorted by product
+  std::vector<ProductSummary> products;  // GPU nodes only, sorted by product, then resource
 };
 
 struct NodeInventoryOptions {
