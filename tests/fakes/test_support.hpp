@@ -6,20 +6,10 @@
 #include <string>
 
 #include "fakes/fake_transport.hpp"
+#include "fakes/fixtures.hpp"
 #include "gpuctl/kube/client.hpp"
 
 namespace gpuctl::testing {
-
-inline std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("test fixture missing: " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-inline std::string fixture(const std::string& relative) { return read_file(std::string(GPUCTL_FIXTURES_DIR) + "/" + relative); }
-inline std::string test_data(const std::string& relative) { return read_file(std::string(GPUCTL_TEST_DATA_DIR) + "/" + relative); }
 
 inline kube::RestConfig test_config() {
   kube::RestConfig c;

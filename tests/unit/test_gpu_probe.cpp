@@ -12,37 +12,16 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/gpu/probe.hpp"
+#include "fakes/fixtures.hpp"
 
 using namespace gpuctl::gpu;
 namespace fs = std::filesystem;
+using gpuctl::testing::cat;
+using gpuctl::testing::fixture;
+using gpuctl::testing::fixture_path;
+using gpuctl::testing::read_file;
 
 namespace {
-
-// Paths and strings are built with append(): GCC 12 reports a false -Warray-bounds on some
-// inlined `std::string&& + const char*` chains at -O2.
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s.append(std::string_view(parts)), ...);
-  return s;
-}
-
-std::string fixture_path(std::string_view rel) {
-  std::string p(GPUCTL_FIXTURES_DIR);
-  p += '/';
-  p += rel;
-  return p;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::string fixture(const std::string& rel) { return read_file(fixture_path(rel)); }
 
 const std::string M = cat(kProbeMarker, " ");
 

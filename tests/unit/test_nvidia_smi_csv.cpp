@@ -10,34 +10,17 @@
 #include <sstream>
 
 #include "gpuctl/gpu/nvidia_smi.hpp"
+#include "fakes/fixtures.hpp"
 
 using namespace gpuctl::gpu;
 
+using gpuctl::testing::cat;
+using gpuctl::testing::fixture;
+using gpuctl::testing::fixture_path;
+using gpuctl::testing::read_file;
+using gpuctl::testing::read_fixture;
+
 namespace {
-
-// Paths and strings are built with append(): GCC 12 reports a false -Warray-bounds on some
-// inlined `std::string&& + const char*` chains at -O2.
-template <class... Parts>
-std::string cat(const Parts&... parts) {
-  std::string s;
-  (s.append(std::string_view(parts)), ...);
-  return s;
-}
-
-std::string fixture_path(std::string_view rel) {
-  std::string p(GPUCTL_FIXTURES_DIR);
-  p += '/';
-  p += rel;
-  return p;
-}
-
-std::string read_fixture(const std::string& rel) {
-  std::ifstream in(fixture_path(rel), std::ios::binary);
-  REQUIRE(in.good());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<GpuInfo> gpus(const std::string& rel, const std::vector<std::string>& fields = {}) {
   INFO(rel);

@@ -1,0 +1,33 @@
+#pragma once
+// Reading the shared fixtures (../shared/fixtures, via GPUCTL_FIXTURES_DIR) and test data files.
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace gpuctl::testing {
+
+// Builds strings with append(): GCC 12 reports a false -Warray-bounds on some inlined
+// `std::string&& + const char*` chains at -O2.
+template <class... Parts>
+std::string cat(const Parts&... parts) {
+  std::string s;
+  (s.append(std::string_view(parts)), ...);
+  return s;
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("test input missing: " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+inline std::string fixture_path(std::string_view relative) { return cat(GPUCTL_FIXTURES_DIR, "/", relative); }
+inline std::string fixture(std::string_view relative) { return read_file(fixture_path(relative)); }
+inline std::string read_fixture(std::string_view relative) { return fixture(relative); }
+inline std::string test_data(std::string_view relative) { return read_file(cat(GPUCTL_TEST_DATA_DIR, "/", relative)); }
+
+}  // namespace gpuctl::testing
