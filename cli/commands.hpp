@@ -15,5 +15,8 @@ struct CommandSpec {
 const std::vector<CommandSpec>& command_table();
 
 void register_nodes(CLI::App& app, AppContext& context);
+void register_taint(CLI::App& app, AppContext& context);
+void register_label(CLI::App& app, AppContext& context);
+void register_cordon(CLI::App& app, AppContext& context);  // cordon and uncordon
 
 }  // namespace gpuctl::cli

@@ -1,0 +1,115 @@
+// gpuctl taint: add, change and remove node taints in kubectl's syntax, without lost updates.
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "node_changes.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::cli {
+namespace {
+
+struct TaintOptions {
+  NodeChangeFlags nodes;
+  bool overwrite = false;
+  bool yes = false;
+};
+
+bool is_taint_arg(std::string_view arg) { return ops::looks_like_taint_spec(arg); }
+
+// Taints that keep pods away (NoSchedule) or evict them (NoExecute): say which pods already on
+// the node do not tolerate them. Returns the refusals for NoExecute without --yes.
+std::vector<std::string> check_running_pods(AppContext& ctx, const std::map<std::string, std::vector<ops::json>>& pods,
+                                            const std::vector<ops::TaintSpec>& specs, bool yes) {
+  std::vector<std::string> refusals;
+  for (const auto& [node, node_pods] : pods) {
+    for (const auto& spec : specs) {
+      if (spec.remove || spec.taint.effect == "PreferNoSchedule") continue;
+      auto intolerant = ops::pods_not_tolerating(node_pods, spec.taint);
+      if (intolerant.empty()) continue;
+      std::string list = fmt::format("{}", fmt::join(intolerant, ", "));
+      std::string taint = kube::to_string(spec.taint);
+      if (spec.taint.effect == "NoSchedule") {
+        ctx.warn(fmt::format("node/{}: {} running pod(s) do not tolerate {}; they keep running, but pods like them "
+                             "will not be placed there again: {}",
+                             node, intolerant.size(), taint, list));
+      } else if (yes) {
+        ctx.warn(fmt::format("node/{}: {} pod(s) do not tolerate {} and will be evicted: {}", node, intolerant.size(),
+                             taint, list));
+      } else {
+        refusals.push_back(fmt::format("node/{}: {} pod(s) do not tolerate {} and would be evicted: {} (add --yes to "
+                                       "evict them, or give them a toleration)",
+                                       node, intolerant.size(), taint, list));
+      }
+    }
+  }
+  return refusals;
+}
+
+Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(NamesAndSpecs split, split_names_and_specs(o.nodes.args, &is_taint_arg, "taint"));
+  std::vector<ops::TaintSpec> specs;
+  bool adds_blocking = false;
+  for (const auto& text : split.specs) {
+    GPUCTL_TRY_ASSIGN(ops::TaintSpec spec, ops::parse_taint_spec(text));
+    adds_blocking = adds_blocking || (!spec.remove && spec.taint.effect != "PreferNoSchedule");
+    specs.push_back(std::move(spec));
+  }
+  GPUCTL_TRY_ASSIGN(NodeChangeRequest request, validate_node_change_flags(o.nodes, split.names));
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, request.selection));
+  // run: a pre-flight over the pods already there, then one write per node
+  if (adds_blocking && !selected.nodes.empty()) {
+    std::vector<std::string> names;
+    for (const auto& n : selected.nodes) names.push_back(kube::name_of(n));
+    GPUCTL_TRY_ASSIGN(auto pods, ops::pods_on_nodes(*client, names));
+    auto refusals = check_running_pods(ctx, pods, specs, o.yes);
+    if (!refusals.empty()) {
+      for (std::size_t i = 0; i + 1 < refusals.size(); i++) ctx.streams().err << "error: " << refusals[i] << '\n';
+      return fail(Errc::invalid_argument, refusals.back() + (refusals.size() > 1 ? "; nothing was changed" : ""));
+    }
+  }
+  const std::string now = util::format_rfc3339(std::chrono::system_clock::now());
+  ops::ApplyOptions apply;
+  apply.dry_run = request.dry_run;
+  std::vector<ops::NodeChange> changes;
+  for (const auto& node : selected.nodes) {
+    changes.push_back(ops::apply_node_edit(
+        *client, node, [&](const ops::json& n) { return ops::plan_taints(n, specs, o.overwrite, now); }, apply));
+  }
+  for (auto& m : selected.missing) changes.push_back(std::move(m));
+  return report_node_changes(ctx, changes, "taint", "tainted", request);
+}
+
+}  // namespace
+
+void register_taint(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<TaintOptions>();
+  auto* cmd = app.add_subcommand("taint", "Add, change or remove taints on nodes (kubectl's syntax, no lost updates)");
+  cmd->footer(R"(A taint is KEY[=VALUE]:EFFECT with EFFECT one of NoSchedule, PreferNoSchedule, NoExecute.
+KEY[=VALUE]:EFFECT- removes that taint, KEY- removes every taint with that key. A key may carry
+one taint per effect, as the API defines. Re-adding a taint that is there reports "unchanged".
+Each write carries the node's resourceVersion, so concurrent writers never lose each other's
+taints: on a conflict gpuctl reads the node again and retries.
+
+Before adding NoSchedule or NoExecute, gpuctl names the pods already on the node that do not
+tolerate it. NoExecute evicts them, so it needs --yes when there are any.
+
+Examples:
+  # Keep every GPU node for pods that tolerate the GPU taint
+  gpuctl taint --all-gpu-nodes nvidia.com/gpu=present:NoSchedule
+
+  # Send a node's pods away after an Xid storm
+  gpuctl taint gpu-7 gpu.health=xid-79:NoExecute --yes
+
+  # Remove every taint with the key "dedicated" from the A100 nodes
+  gpuctl taint -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB dedicated-)");
+  cmd->add_option("args", o->nodes.args, "NODE... then KEY[=VALUE]:EFFECT[-] or KEY-")->required();
+  add_node_change_flags(*cmd, o->nodes);
+  cmd->add_flag("--overwrite", o->overwrite, "Change the value of a taint whose key and effect exist");
+  cmd->add_flag("--yes", o->yes, "Add a NoExecute taint even though it evicts pods that do not tolerate it");
+  cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_taint(*o, ctx); }; });
+}
+
+}  // namespace gpuctl::cli
