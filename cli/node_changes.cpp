@@ -89,7 +89,9 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
     }
   }
   if (failed.empty()) return ExitCode::ok;
-  err << fmt::format("error: {} of {} node(s) failed: {}\n", failed.size(), changes.size(), fmt::join(failed, ", "));
+  if (changes.size() > 1) {  // for one node, its own error line says it all
+    err << fmt::format("error: {} of {} node(s) failed: {}\n", failed.size(), changes.size(), fmt::join(failed, ", "));
+  }
   // Refusals of the request itself (an existing value without --overwrite) are usage errors;
   // anything the cluster refused or could not do makes it a failure.
   bool only_refusals = std::all_of(changes.begin(), changes.end(), [](const ops::NodeChange& c) {
