@@ -5,6 +5,7 @@ namespace gpuctl::cli {
 const std::vector<CommandSpec>& command_table() {
   static const std::vector<CommandSpec> table = {
       {"nodes", "Inventory", &register_nodes},
+      {"gpus", "Inventory", &register_gpus},
       {"taint", "Node administration", &register_taint},
       {"label", "Node administration", &register_label},
       {"cordon", "Node administration", &register_cordon},

@@ -18,5 +18,6 @@ void register_nodes(CLI::App& app, AppContext& context);
 void register_taint(CLI::App& app, AppContext& context);
 void register_label(CLI::App& app, AppContext& context);
 void register_cordon(CLI::App& app, AppContext& context);  // cordon and uncordon
+void register_gpus(CLI::App& app, AppContext& context);
 
 }  // namespace gpuctl::cli

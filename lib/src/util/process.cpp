@@ -36,6 +36,11 @@ class Fd {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
   }
+  int release() {
+    int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
 
  private:
   int fd_ = -1;
@@ -137,6 +142,8 @@ bool past(const std::optional<SteadyClock::time_point>& deadline) {
   return deadline && SteadyClock::now() >= *deadline;
 }
 
+}  // namespace
+
 void record_status(int status, ProcessResult& result) {
   if (WIFEXITED(status)) {
     result.exit_code = WEXITSTATUS(status);
@@ -144,6 +151,8 @@ void record_status(int status, ProcessResult& result) {
     result.term_signal = WTERMSIG(status);
   }
 }
+
+namespace {
 
 // Reads stdout (and stderr when captured) until both reach EOF or the deadline passes.
 // Returns false on the deadline.
@@ -214,13 +223,10 @@ void kill_and_reap(pid_t pid, bool whole_group, ProcessResult& result) {
 
 }  // namespace
 
-Result<ProcessResult> run_process(const ProcessOptions& options) {
+Result<SpawnedChild> spawn_child(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv.front().empty()) {
     return fail(Errc::internal, "run_process: no program given");
   }
-  std::optional<SteadyClock::time_point> deadline;
-  if (options.timeout) deadline = SteadyClock::now() + *options.timeout;
-
   Pipe out_pipe;
   Pipe err_pipe;
   GPUCTL_TRY(make_pipe(out_pipe));
@@ -234,25 +240,42 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   std::vector<std::string> env_storage = build_environment(options.extra_env);
   std::vector<char*> envp = c_strings(env_storage);
 
-  ProcessResult result;
-  pid_t pid = -1;
+  SpawnedChild child;
   // posix_spawnp searches our PATH when argv[0] has no '/'; glibc reports exec failures
   // (ENOENT, EACCES, ENOEXEC) as its return value.
-  int rc = ::posix_spawnp(&pid, argv[0], &setup.actions, &setup.attr, argv.data(), envp.data());
+  int rc = ::posix_spawnp(&child.pid, argv[0], &setup.actions, &setup.attr, argv.data(), envp.data());
   out_pipe.write_end.reset();
   err_pipe.write_end.reset();
   if (rc != 0) {
-    result.start_error = rc;
-    return result;
+    child.start_error = rc;
+    child.pid = -1;
+    return child;
   }
+  child.stdout_fd = out_pipe.read_end.release();
+  child.stderr_fd = err_pipe.read_end.release();
+  return child;
+}
 
-  GPUCTL_TRY_ASSIGN(bool drained, pump_output(out_pipe.read_end, err_pipe.read_end, result, deadline));
-  if (!drained) {
-    kill_and_reap(pid, options.own_process_group, result);
+Result<ProcessResult> run_process(const ProcessOptions& options) {
+  std::optional<SteadyClock::time_point> deadline;
+  if (options.timeout) deadline = SteadyClock::now() + *options.timeout;
+  GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(options));
+  ProcessResult result;
+  if (child.start_error != 0) {
+    result.start_error = child.start_error;
     return result;
   }
-  GPUCTL_TRY_ASSIGN(bool exited, wait_child(pid, result, deadline));
-  if (!exited) kill_and_reap(pid, options.own_process_group, result);
+  Fd out;
+  Fd err;
+  out.adopt(child.stdout_fd);
+  err.adopt(child.stderr_fd);
+  GPUCTL_TRY_ASSIGN(bool drained, pump_output(out, err, result, deadline));
+  if (!drained) {
+    kill_and_reap(child.pid, options.own_process_group, result);
+    return result;
+  }
+  GPUCTL_TRY_ASSIGN(bool exited, wait_child(child.pid, result, deadline));
+  if (!exited) kill_and_reap(child.pid, options.own_process_group, result);
   return result;
 }
 

@@ -51,6 +51,19 @@ struct ProcessResult {
 // dies of a signal or times out is reported in the ProcessResult.
 Result<ProcessResult> run_process(const ProcessOptions& options);
 
+// A started child whose output the caller reads itself (the ssh fan-out polls many at once).
+struct SpawnedChild {
+  int start_error = 0;  // errno as in ProcessResult::start_error; then pid is -1
+  int pid = -1;
+  int stdout_fd = -1;  // read ends, owned by the caller (close them); stderr_fd is -1 unless captured
+  int stderr_fd = -1;
+};
+// Starts the program as run_process would (same environment, stdin, process group and signal
+// setup) and returns at once; options.timeout is the caller's to enforce.
+Result<SpawnedChild> spawn_child(const ProcessOptions& options);
+// Fills exit_code/term_signal from a waitpid() status.
+void record_status(int status, ProcessResult& result);
+
 // For messages: "exited with code 3", "was killed by signal 9 (Killed)", "timed out and was
 // killed", "could not be started: No such file or directory", "exited successfully".
 std::string describe_outcome(const ProcessResult& result);

@@ -1,0 +1,139 @@
+// gpuctl gpus: every GPU of the chosen nodes, live over ssh, joined with Kubernetes' view.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "common_flags.hpp"
+#include "output_format.hpp"
+#include "ssh_flags.hpp"
+#include "gpu_view_render.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::cli {
+namespace {
+
+struct GpusOptions {
+  std::vector<std::string> names;
+  std::string selector;
+  SshFlags ssh;
+  std::string output;
+  std::string failed_hosts;
+  std::string watch;  // empty: once; else the interval
+  bool no_headers = false;
+};
+
+// Writes the names of the nodes that did not fully answer, one a line, for a re-run with
+// `gpuctl gpus $(cat FILE)`. Written to a temporary file first, so a reader never sees half.
+Result<void> write_failed_hosts(const std::string& path, const ops::GpuView& view) {
+  std::string text;
+  for (const auto& v : view.nodes) {
+    if (v.probe.outcome != "ok") text += v.kube.name + "\n";
+  }
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f.flush()) return fail(Errc::io, fmt::format("--failed-hosts: cannot write {}", tmp));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return fail(Errc::io, fmt::format("--failed-hosts: cannot write {}: {}", path, ec.message()));
+  return {};
+}
+
+Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
+  GPUCTL_TRY_ASSIGN(SshRequest ssh, validate_ssh_flags(o.ssh));
+  std::chrono::milliseconds interval{0};
+  if (!o.watch.empty()) {
+    auto parsed = util::parse_duration(o.watch);
+    if (!parsed) return fail(parsed.error().with_context("--watch"));
+    if (parsed->count() <= 0) return fail(Errc::invalid_argument, "--watch: the interval must be more than 0 (e.g. 2s)");
+    interval = *parsed;
+  }
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  ops::GpuViewOptions options;
+  options.names = o.names;
+  options.label_selector = o.selector;
+  options.address_rule = ssh.address_rule;
+  options.probe = ssh.probe;
+  auto& err = ctx.streams().err;
+  const bool progress = ctx.streams().err_is_terminal;
+  if (progress) {
+    options.probe.on_progress = [&err](std::size_t done, std::size_t total) {
+      err << fmt::format("\rreaching nodes over ssh: {}/{}", done, total) << std::flush;
+    };
+  }
+  // run
+  for (int frame = 0;; frame++) {
+    GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, options));
+    if (progress) err << "\r\033[K" << std::flush;
+    if (!o.failed_hosts.empty()) GPUCTL_TRY(write_failed_hosts(o.failed_hosts, view));
+    auto& out = ctx.streams().out;
+    if (format == OutputFormat::json || format == OutputFormat::yaml) {
+      out << render_structured(ops::to_json(view), format);
+    } else {
+      if (!o.watch.empty() && ctx.streams().out_is_terminal) out << "\033[H\033[2J";  // a fresh screen per frame
+      if (!o.watch.empty()) out << util::format_rfc3339(std::chrono::system_clock::now()) << "\n";
+      if (view.nodes.empty()) {
+        err << "No GPU nodes found" << (o.selector.empty() ? "" : " matching -l " + o.selector) << ".\n";
+      } else {
+        out << render_gpu_view(view, {!o.no_headers, ctx.color(), ctx.streams().out_is_terminal});
+      }
+    }
+    out << std::flush;
+    if (o.watch.empty()) {
+      bool all_ok = std::all_of(view.nodes.begin(), view.nodes.end(), [](const ops::NodeGpuView& v) { return v.probe.outcome == "ok"; });
+      return all_ok ? ExitCode::ok : ExitCode::failure;
+    }
+    std::this_thread::sleep_for(interval);
+  }
+}
+
+}  // namespace
+
+void register_gpus(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<GpusOptions>();
+  auto* cmd = app.add_subcommand("gpus", "Every GPU of the chosen nodes, live over ssh, with the pods Kubernetes placed on them");
+  cmd->footer(R"(gpuctl runs one fixed probe script (nvidia-smi -q -x, and per GPU when one broken GPU makes
+the whole query fail) on every GPU node through the system ssh, at most --fanout at once, each
+killed at --ssh-timeout. Nodes that do not answer are listed apart with the reason (unreachable,
+auth_failed, host_key_mismatch, timed_out, driver_not_loaded, driver_library_mismatch, gpu_lost,
+no_devices, ...), identical failures grouped with a node count. Exit code 1 when any node did not
+fully answer.
+
+Examples:
+  # Every GPU node, through ~/.ssh/config
+  gpuctl gpus
+
+  # Two nodes, as user ubuntu through a bastion
+  gpuctl gpus gpu-0 gpu-1 --ssh-user ubuntu --ssh-option ProxyJump=bastion
+
+  # The A100 nodes every 5 seconds
+  gpuctl gpus -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB --watch 5s
+
+  # Re-run only the nodes that failed
+  gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed))");
+  cmd->add_option("nodes", o->names, "NODE... (default: every GPU node)");
+  add_selector_flag(*cmd, o->selector);
+  add_ssh_flags(*cmd, o->ssh);
+  add_output_flag(*cmd, o->output, {"table", "json", "yaml"});
+  cmd->add_option("--failed-hosts", o->failed_hosts, "Write the names of the nodes that did not fully answer to FILE, one a line");
+  cmd->add_option("-w,--watch", o->watch, "Refresh every INTERVAL (default 2s) until interrupted")->expected(0, 1)->default_str("2s");
+  cmd->add_flag("--no-headers", o->no_headers, "Print no headers");
+  cmd->callback([o, &ctx, cmd] {
+    // A bare --watch means the default interval.
+    if (cmd->count("--watch") > 0 && o->watch.empty()) o->watch = "2s";
+    ctx.run = [o, &ctx] { return run_gpus(*o, ctx); };
+  });
+}
+
+}  // namespace gpuctl::cli

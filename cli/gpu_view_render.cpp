@@ -1,0 +1,116 @@
+#include "gpu_view_render.hpp"
+
+#include <fmt/format.h>
+
+#include "gpuctl/output/table.hpp"
+
+namespace gpuctl::cli {
+
+using output::Cell;
+using output::Style;
+
+namespace {
+
+constexpr int kBarWidth = 10;
+
+std::string bar(double fraction) {
+  int filled = static_cast<int>(fraction * kBarWidth + 0.5);
+  filled = std::clamp(filled, 0, kBarWidth);
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
+}
+
+template <class T>
+std::string or_dash(const gpu::Reported<T>& v, const char* unit = "") {
+  if (!v) return "-";
+  return fmt::format("{}{}", *v, unit);
+}
+
+std::string memory_cell(const gpu::MemoryUsage& m, bool bars) {
+  if (!m.used_mib || !m.total_mib) return "-";
+  std::string text = fmt::format("{}/{} MiB", *m.used_mib, *m.total_mib);
+  if (!bars || *m.total_mib <= 0) return text;
+  return bar(static_cast<double>(*m.used_mib) / static_cast<double>(*m.total_mib)) + " " + text;
+}
+
+std::string power_cell(const gpu::Power& p) {
+  if (!p.draw_w) return "-";
+  if (!p.limit_w) return fmt::format("{:.0f} W", *p.draw_w);
+  return fmt::format("{:.0f}/{:.0f} W", *p.draw_w, *p.limit_w);
+}
+
+Cell ecc_cell(const gpu::Ecc& e) {
+  if (!e.volatile_counts.uncorrected) return Cell("-");
+  auto n = *e.volatile_counts.uncorrected;
+  return Cell(std::to_string(n), n > 0 ? Style::bad : Style::plain);
+}
+
+std::string pods_cell(const std::vector<ops::GpuPod>& pods) {
+  if (pods.empty()) return "<none>";
+  std::vector<std::string> names;
+  for (const auto& p : pods) {
+    std::int64_t total = 0;
+    for (const auto& [resource, count] : p.resources) total += count;
+    names.push_back(fmt::format("{}/{}({})", p.namespace_name, p.name, total));
+  }
+  if (names.size() > 3) {
+    auto more = names.size() - 3;
+    names.resize(3);
+    names.push_back(fmt::format("+{}", more));
+  }
+  return fmt::format("{}", fmt::join(names, ","));
+}
+
+Style outcome_style(const std::string& outcome) {
+  if (outcome == "ok") return Style::good;
+  if (outcome == "partial") return Style::warn;
+  return Style::bad;
+}
+
+}  // namespace
+
+std::string percent_cell(const gpu::Reported<int>& percent, bool bars) {
+  if (!percent) return "-";
+  if (!bars) return fmt::format("{}%", *percent);
+  return fmt::format("{} {}%", bar(*percent / 100.0), *percent);
+}
+
+std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
+  output::Table nodes({"NODE", "STATUS", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
+  output::Table gpus({"NODE", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "ECC-UNCORR", "PROCS", "BUS-ID"});
+  for (const auto& v : view.nodes) {
+    const auto* r = v.probe.report ? &*v.probe.report : nullptr;
+    std::string answered = r ? fmt::format("{}", r->gpus.size()) : "-";
+    if (r && !r->failed_gpus.empty()) answered += fmt::format(" (+{} failed)", r->failed_gpus.size());
+    nodes.add_row({Cell(v.kube.name), Cell(v.probe.outcome, outcome_style(v.probe.outcome)),
+                   Cell(v.kube.product.empty() ? "<none>" : v.kube.product),
+                   Cell(r ? or_dash(r->driver_version) : "-"), Cell(r ? or_dash(r->cuda_version) : "-"), Cell(answered),
+                   Cell(std::to_string(v.kube.gpus.allocatable)), Cell(std::to_string(v.kube.gpus.used)),
+                   Cell(pods_cell(v.pods))});
+    if (!r) continue;
+    for (const auto& g : r->gpus) {
+      gpus.add_row({Cell(v.kube.name), Cell(g.index >= 0 ? std::to_string(g.index) : "?"), Cell(or_dash(g.product_name)),
+                    Cell(percent_cell(g.utilization.gpu_percent, o.bars)), Cell(memory_cell(g.memory, o.bars)),
+                    Cell(or_dash(g.temperature.gpu_c, "C")), Cell(power_cell(g.power)), ecc_cell(g.ecc),
+                    Cell(std::to_string(g.processes.size())), Cell(or_dash(g.pci_bus_id))});
+    }
+    for (const auto& f : r->failed_gpus) {
+      gpus.add_row({Cell(v.kube.name), Cell(f.index >= 0 ? std::to_string(f.index) : "?"),
+                    Cell(std::string(gpu::to_string(f.failure.kind)), Style::bad), Cell("-"), Cell("-"), Cell("-"),
+                    Cell("-"), Cell("-"), Cell("-"), Cell(or_dash(f.pci_bus_id))});
+    }
+  }
+  std::string text = nodes.render({o.headers, o.color});
+  if (!gpus.empty()) text += "\n" + gpus.render({o.headers, o.color});
+  if (!view.failures.empty()) {
+    std::size_t count = 0;
+    for (const auto& g : view.failures) count += g.nodes.size();
+    text += fmt::format("\n{} of {} node(s) did not fully answer:\n", count, view.nodes.size());
+    for (const auto& g : view.failures) {
+      text += fmt::format("  {} ({}): {}\n    {}\n", output::styled(g.outcome, outcome_style(g.outcome), o.color),
+                          g.nodes.size(), g.message, fmt::join(g.nodes, ","));
+    }
+  }
+  return text;
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,167 @@
+#include "gpuctl/util/fanout.hpp"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+
+#include <fmt/format.h>
+
+namespace gpuctl::util {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct Running {
+  std::size_t index = 0;
+  pid_t pid = -1;
+  int fds[2] = {-1, -1};  // stdout, stderr
+  bool own_group = true;
+  SteadyClock::time_point started;
+  std::optional<SteadyClock::time_point> deadline;
+  FanoutResult result;
+
+  bool drained() const { return fds[0] < 0 && fds[1] < 0; }
+  void close_fds() {
+    for (int& fd : fds) {
+      if (fd >= 0) ::close(fd);
+      fd = -1;
+    }
+  }
+};
+
+void kill_child(Running& r) { ::kill(r.own_group ? -r.pid : r.pid, SIGKILL); }
+
+// Reaps the child if it has exited; with `block`, waits for it (after a SIGKILL).
+bool reap(Running& r, bool block) {
+  for (;;) {
+    int status = 0;
+    pid_t rc = ::waitpid(r.pid, &status, block ? 0 : WNOHANG);
+    if (rc == r.pid) {
+      record_status(status, r.result.process);
+      return true;
+    }
+    if (rc < 0 && errno == EINTR) continue;
+    return rc < 0;  // ECHILD: nothing left to wait for
+  }
+}
+
+}  // namespace
+
+Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& jobs, const FanoutOptions& options) {
+  std::vector<FanoutResult> results(jobs.size());
+  std::vector<Running> running;
+  std::size_t next = 0;
+  const std::size_t parallel = static_cast<std::size_t>(std::max(1, options.max_parallel));
+  char buffer[65536];
+
+  auto finish = [&](Running& r) {
+    r.close_fds();
+    r.result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - r.started);
+    results[r.index] = std::move(r.result);
+    if (options.on_finish) options.on_finish(r.index);
+  };
+
+  while (next < jobs.size() || !running.empty()) {
+    // Start children until the bound is reached.
+    while (next < jobs.size() && running.size() < parallel) {
+      const ProcessOptions& job = jobs[next];
+      Running r;
+      r.index = next++;
+      r.own_group = job.own_process_group;
+      r.started = SteadyClock::now();
+      if (job.timeout) r.deadline = r.started + *job.timeout;
+      ProcessOptions spawn = job;
+      GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(spawn));
+      if (child.start_error != 0) {
+        r.result.process.start_error = child.start_error;
+        finish(r);
+        continue;
+      }
+      r.pid = child.pid;
+      r.fds[0] = child.stdout_fd;
+      r.fds[1] = child.stderr_fd;
+      running.push_back(std::move(r));
+    }
+    if (running.empty()) continue;
+
+    // One poll over every open pipe; wake for the nearest deadline, and soon when a child has
+    // closed its pipes but not exited yet.
+    std::vector<pollfd> fds;
+    std::vector<std::pair<std::size_t, int>> owners;  // running index, stream
+    auto now = SteadyClock::now();
+    long long wait_ms = 1000;
+    for (std::size_t i = 0; i < running.size(); i++) {
+      Running& r = running[i];
+      for (int s = 0; s < 2; s++) {
+        if (r.fds[s] < 0) continue;
+        fds.push_back({r.fds[s], POLLIN, 0});
+        owners.emplace_back(i, s);
+      }
+      if (r.deadline) {
+        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*r.deadline - now).count() + 1;
+        wait_ms = std::min(wait_ms, std::max<long long>(left, 0));
+      }
+      if (r.drained()) wait_ms = std::min<long long>(wait_ms, 5);
+    }
+    int ready = ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+    if (ready < 0 && errno != EINTR) {
+      for (auto& r : running) {
+        kill_child(r);
+        reap(r, true);
+        r.close_fds();
+      }
+      return fail(Errc::process, fmt::format("waiting for the children's output: {}", std::strerror(errno)));
+    }
+    for (std::size_t k = 0; ready > 0 && k < fds.size(); k++) {
+      if (fds[k].revents == 0) continue;
+      auto [i, s] = owners[k];
+      Running& r = running[i];
+      ssize_t n = ::read(r.fds[s], buffer, sizeof buffer);
+      if (n > 0) {
+        std::string& sink = s == 0 ? r.result.process.stdout_text : r.result.process.stderr_text;
+        std::size_t room = options.output_cap > sink.size() ? options.output_cap - sink.size() : 0;
+        sink.append(buffer, std::min(room, static_cast<std::size_t>(n)));
+        if (static_cast<std::size_t>(n) > room && !r.result.truncated) {
+          r.result.truncated = true;
+          kill_child(r);  // a runaway: nothing more of it will be used
+        }
+      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+        ::close(r.fds[s]);
+        r.fds[s] = -1;
+      }
+    }
+
+    // Deadlines and exits.
+    now = SteadyClock::now();
+    for (std::size_t i = 0; i < running.size();) {
+      Running& r = running[i];
+      bool done = false;
+      if (r.deadline && now >= *r.deadline) {
+        kill_child(r);
+        reap(r, true);
+        r.result.process.timed_out = true;
+        done = true;
+      } else if (r.drained()) {
+        done = reap(r, false);
+      } else if (r.result.truncated) {
+        // Killed for its output: stop reading once it is gone.
+        if (reap(r, false)) done = true;
+      }
+      if (done) {
+        finish(r);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        i++;
+      }
+    }
+  }
+  return results;
+}
+
+}  // namespace gpuctl::util
