@@ -4,6 +4,8 @@
 #include "commands.hpp"
 #include "common_flags.hpp"
 #include "output_format.hpp"
+#include "ssh_flags.hpp"
+#include "gpuctl/ops/gpus.hpp"
 #include "gpuctl/ops/nodes.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
@@ -18,9 +20,14 @@ struct NodesOptions {
   bool no_headers = false;
   std::string output;
   bool from_cache = false;
+  bool live = false;
+  SshFlags ssh;
 };
 
+using LiveByNode = std::map<std::string, ops::LiveSummary>;
+
 using output::Cell;
+using json = nlohmann::json;
 using output::Style;
 
 std::string status_text(const ops::NodeGpuInfo& n) {
@@ -44,10 +51,21 @@ std::string taints_text(const ops::NodeGpuInfo& n, bool wide) {
 
 std::string or_none(const std::string& s) { return s.empty() ? "<none>" : s; }
 
-std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOptions& o, bool color) {
+std::string live_util(const ops::LiveSummary& l) {
+  return l.utilization_percent ? fmt::format("{:.0f}%", *l.utilization_percent) : "-";
+}
+std::string live_memory(const ops::LiveSummary& l) {
+  return l.memory_total_mib > 0 ? fmt::format("{}/{} MiB", l.memory_used_mib, l.memory_total_mib) : "-";
+}
+
+std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOptions& o, bool color,
+                       const LiveByNode& live) {
   std::vector<std::string> headers = {"NAME", "STATUS", "PRODUCT", "CAPACITY", "ALLOCATABLE", "USED", "FREE", "UNHEALTHY", "TAINTS", "AGE"};
   if (wide) {
     for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"}) headers.emplace_back(h);
+  }
+  if (o.live) {
+    for (auto h : {"LIVE", "LIVE-DRIVER", "GPU-UTIL", "GPU-MEMORY"}) headers.emplace_back(h);
   }
   output::Table table(headers);
   for (const auto& n : inv.nodes) {
@@ -83,6 +101,18 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
       row.emplace_back(or_none(n.kubelet_version));
       row.emplace_back(cordoned);
     }
+    if (o.live) {
+      auto it = live.find(n.name);
+      if (it == live.end()) {
+        for (int i = 0; i < 4; i++) row.emplace_back("-");
+      } else {
+        const auto& l = it->second;
+        row.emplace_back(l.outcome, l.outcome == "ok" ? Style::good : l.outcome == "partial" ? Style::warn : Style::bad);
+        row.emplace_back(l.driver_version.empty() ? "-" : l.driver_version);
+        row.emplace_back(live_util(l));
+        row.emplace_back(live_memory(l));
+      }
+    }
     table.add_row(std::move(row));
   }
   std::string text = table.render({!o.no_headers, color});
@@ -101,17 +131,49 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
 Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
+  std::optional<SshRequest> ssh;
+  if (o.live) {
+    GPUCTL_TRY_ASSIGN(ssh, validate_ssh_flags(o.ssh));
+  }
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   // run
   ops::NodeInventoryOptions options{o.selector, o.all, o.from_cache};
   GPUCTL_TRY_ASSIGN(ops::NodeInventory inventory, ops::collect_node_inventory(*client, options));
   GPUCTL_TRY(ops::sort_nodes(inventory.nodes, o.sort_by));
+  LiveByNode live;
+  bool all_answered = true;
+  if (ssh) {
+    // The node's own word, through the same fan-out as `gpuctl gpus`, for the GPU nodes listed.
+    ops::GpuViewOptions view_options;
+    for (const auto& n : inventory.nodes) {
+      if (n.gpu_node) view_options.names.push_back(n.name);
+    }
+    view_options.address_rule = ssh->address_rule;
+    view_options.probe = ssh->probe;
+    if (!view_options.names.empty()) {
+      GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, view_options));
+      for (const auto& v : view.nodes) {
+        live[v.kube.name] = ops::summarize(v.probe);
+        all_answered = all_answered && v.probe.outcome == "ok";
+      }
+    }
+  }
 
   auto& out = ctx.streams().out;
   switch (format) {
     case OutputFormat::json:
-    case OutputFormat::yaml: out << render_structured(ops::to_json(inventory), format); break;
+    case OutputFormat::yaml: {
+      json doc = ops::to_json(inventory);
+      if (ssh) {
+        for (auto& item : doc["items"]) {
+          auto it = live.find(item["name"].template get<std::string>());
+          item["live"] = it == live.end() ? json(nullptr) : ops::to_json(it->second);
+        }
+      }
+      out << render_structured(doc, format);
+      break;
+    }
     case OutputFormat::name:
       for (const auto& n : inventory.nodes) out << "node/" << n.name << '\n';
       break;
@@ -122,10 +184,10 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
                           << (o.selector.empty() ? "" : " matching -l " + o.selector) << ".\n";
         break;
       }
-      out << node_table(inventory, format == OutputFormat::wide, o, ctx.color());
+      out << node_table(inventory, format == OutputFormat::wide, o, ctx.color(), live);
       break;
   }
-  return ExitCode::ok;
+  return all_answered ? ExitCode::ok : ExitCode::failure;
 }
 
 }  // namespace
@@ -158,6 +220,10 @@ Examples:
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no summary (for scripts)");
   cmd->add_flag("--from-cache", o->from_cache, "Read from the API server's watch cache (resourceVersion=0): cheaper on big clusters, possibly seconds stale");
   add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+  cmd->add_flag("--live", o->live,
+                "Also ask every GPU node over ssh (as 'gpuctl gpus' does): driver version, GPU utilization, memory used; "
+                "exit code 1 when a node did not answer");
+  add_ssh_flags(*cmd, o->ssh);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_nodes(*o, ctx); }; });
 }
 

@@ -103,6 +103,25 @@ class GpusTest(h.TestCase):
         rc, out, err = h.gpuctl("gpus", "--ssh-host-from", "bogus")
         self.assertEqual((rc, out), (2, ""), err)
 
+    def test_nodes_live_adds_the_nodes_own_word(self):
+        rc, out, err = h.gpuctl("nodes", "-l", SELECTOR, "--live", *h.ssh_flags(), "--ssh-timeout", "%ds" % DEADLINE,
+                                "--connect-timeout", "2s", "-o", "json")
+        self.assertEqual(rc, 1, err)  # some nodes did not answer
+        items = {i["name"]: i for i in json.loads(out)["items"]}
+        v100 = items["gp-v100-0"]["live"]
+        self.assertEqual(v100["outcome"], "ok")
+        self.assertEqual(v100["driverVersion"], "460.39")
+        self.assertEqual(v100["gpusAnswered"], 4)
+        gpus_of = self.items["gp-v100-0"]["gpus"]
+        self.assertEqual(v100["memoryUsedMiB"], sum(g["memory"]["usedMiB"] for g in gpus_of))
+        self.assertEqual(items["gp-t4-cut"]["live"]["outcome"], "unreachable")
+        self.assertEqual(items["gp-v100-mm"]["live"]["outcome"], "driver_library_mismatch")
+        # Kubernetes' numbers are the same as without --live.
+        self.assertEqual(items["gp-v100-0"]["gpus"]["used"], 3)
+        rc, out, err = h.gpuctl("nodes", "-l", SELECTOR, "--live", *h.ssh_flags(), "--ssh-timeout", "%ds" % DEADLINE,
+                                "--connect-timeout", "2s")
+        self.assertRegex(out, r"gp-v100-0 .* ok +460\.39 +\d+% +\d+/130040 MiB")
+
     def test_watch_refreshes(self):
         r = h._run(["timeout", "-s", "INT", "9", h.gpuctl_bin(), "gpus", "gp-t4-0", "--watch", "1s", *h.ssh_flags()],
                    env={**os.environ, "KUBECONFIG": h.info()["kubeconfig"]}, timeout=30)

@@ -159,6 +159,40 @@ Result<GpuView> collect_gpu_view(kube::Client& client, const GpuViewOptions& opt
   return view;
 }
 
+LiveSummary summarize(const NodeProbe& probe) {
+  LiveSummary live;
+  live.outcome = probe.outcome;
+  live.message = probe.message;
+  if (!probe.report) return live;
+  const auto& r = *probe.report;
+  if (r.driver_version) live.driver_version = *r.driver_version;
+  double sum = 0;
+  int counted = 0;
+  for (const auto& g : r.gpus) {
+    live.gpus_answered++;
+    if (g.utilization.gpu_percent) {
+      sum += *g.utilization.gpu_percent;
+      counted++;
+    }
+    if (g.memory.used_mib && g.memory.total_mib) {
+      live.memory_used_mib += *g.memory.used_mib;
+      live.memory_total_mib += *g.memory.total_mib;
+    }
+  }
+  if (counted > 0) live.utilization_percent = sum / counted;
+  return live;
+}
+
+json to_json(const LiveSummary& live) {
+  return {{"outcome", live.outcome},
+          {"message", live.message.empty() ? json(nullptr) : json(live.message)},
+          {"driverVersion", live.driver_version.empty() ? json(nullptr) : json(live.driver_version)},
+          {"gpusAnswered", live.gpus_answered},
+          {"utilizationPercent", live.utilization_percent ? json(*live.utilization_percent) : json(nullptr)},
+          {"memoryUsedMiB", live.memory_total_mib > 0 ? json(live.memory_used_mib) : json(nullptr)},
+          {"memoryTotalMiB", live.memory_total_mib > 0 ? json(live.memory_total_mib) : json(nullptr)}};
+}
+
 json to_json(const GpuView& view) {
   json items = json::array();
   for (const auto& v : view.nodes) {

@@ -96,6 +96,19 @@ struct GpuViewOptions {
 // error naming them; nodes that are not GPU nodes are probed all the same when named.
 Result<GpuView> collect_gpu_view(kube::Client& client, const GpuViewOptions& options);
 
+// What `gpuctl nodes --live` adds per node: the node's own word on its driver and load.
+struct LiveSummary {
+  std::string outcome;  // as NodeProbe::outcome
+  std::string message;
+  std::string driver_version;               // "" when not reported
+  std::optional<double> utilization_percent;  // mean over the GPUs that reported it
+  std::int64_t memory_used_mib = 0;         // sums over the GPUs that reported memory
+  std::int64_t memory_total_mib = 0;
+  int gpus_answered = 0;
+};
+LiveSummary summarize(const NodeProbe& probe);
+nlohmann::json to_json(const LiveSummary& live);
+
 // The stable schema: apiVersion gpuctl.io/v1alpha1, kind GPUList.
 nlohmann::json to_json(const GpuView& view);
 
