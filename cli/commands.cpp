@@ -9,6 +9,7 @@ const std::vector<CommandSpec>& command_table() {
       {"taint", "Node administration", &register_taint},
       {"label", "Node administration", &register_label},
       {"cordon", "Node administration", &register_cordon},
+      {"drain", "Node administration", &register_drain},
   };
   return table;
 }

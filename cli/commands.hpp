@@ -18,6 +18,7 @@ void register_nodes(CLI::App& app, AppContext& context);
 void register_taint(CLI::App& app, AppContext& context);
 void register_label(CLI::App& app, AppContext& context);
 void register_cordon(CLI::App& app, AppContext& context);  // cordon and uncordon
+void register_drain(CLI::App& app, AppContext& context);
 void register_gpus(CLI::App& app, AppContext& context);
 
 }  // namespace gpuctl::cli

@@ -1,0 +1,324 @@
+// gpuctl drain: cordon and evict with kubectl's semantics, a pre-flight plan (--dry-run),
+// several nodes at once, and rolling maintenance (--rolling).
+#include <atomic>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "common_flags.hpp"
+#include "output_format.hpp"
+#include "gpuctl/ops/drain.hpp"
+#include "gpuctl/ops/node_admin.hpp"
+#include "gpuctl/output/table.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct DrainFlags {
+  std::vector<std::string> names;
+  std::string selector;
+  bool all_gpu_nodes = false;
+  std::string reason;
+  ops::DrainPolicy policy;
+  int grace_period = -1;
+  std::string timeout = "0";
+  std::string pod_selector;
+  bool disable_eviction = false;
+  bool dry_run = false;
+  std::string output = "table";
+  int max_concurrent = 1;
+  int max_evictions_in_flight = 0;  // 0: no bound (the flag itself needs at least 1)
+  bool rolling = false;
+  int max_unavailable = 1;
+  std::string exec;
+  std::string exec_timeout;
+  bool uncordon = false;
+  std::string wait_ready = "0";
+  bool continue_on_error = false;
+  // Which flags were given, for the combination checks.
+  CLI::Option* max_concurrent_opt = nullptr;
+  CLI::Option* in_flight_opt = nullptr;
+  CLI::Option* exec_timeout_opt = nullptr;
+  CLI::Option* wait_ready_opt = nullptr;
+  CLI::Option* max_unavailable_opt = nullptr;
+};
+
+struct Validated {
+  ops::NodeSelection selection;
+  OutputFormat format = OutputFormat::table;
+  std::chrono::milliseconds timeout{0};
+  std::optional<std::chrono::milliseconds> exec_timeout;
+  std::chrono::milliseconds wait_ready{0};
+};
+
+Error usage(std::string message) {
+  Error e;
+  e.code = Errc::invalid_argument;
+  e.message = std::move(message);
+  return e;
+}
+
+// Pure: every check that needs no I/O.
+Result<Validated> validate(const DrainFlags& f) {
+  Validated v;
+  v.selection = {f.names, f.selector, f.all_gpu_nodes};
+  GPUCTL_TRY(ops::validate_selection(v.selection));
+  GPUCTL_TRY_ASSIGN(v.format, parse_output_format(f.output));
+  if (!f.rolling) {
+    if (!f.exec.empty()) return fail(usage("--exec only applies to rolling maintenance: add --rolling"));
+    if (f.uncordon) return fail(usage("--uncordon only applies to rolling maintenance: add --rolling"));
+    if (f.continue_on_error) return fail(usage("--continue-on-error only applies to rolling maintenance: add --rolling"));
+    if (f.wait_ready_opt->count() > 0) return fail(usage("--wait-ready only applies to rolling maintenance: add --rolling"));
+    if (f.max_unavailable_opt->count() > 0) return fail(usage("--max-unavailable only applies to rolling maintenance: add --rolling"));
+  } else {
+    if (f.max_concurrent_opt->count() > 0) {
+      return fail(usage("--max-concurrent does not apply with --rolling: --max-unavailable says how many nodes are out at once"));
+    }
+    if (f.dry_run) return fail(usage("--dry-run does not apply with --rolling: run 'gpuctl drain --dry-run' on the nodes to see the plan"));
+    if (f.max_unavailable < 1) return fail(usage("--max-unavailable: at least 1"));
+  }
+  if (f.exec_timeout_opt->count() > 0 && f.exec.empty()) return fail(usage("--exec-timeout needs --exec COMMAND"));
+  if (f.max_concurrent < 1) return fail(usage("--max-concurrent: at least 1"));
+  if (f.in_flight_opt->count() > 0 && f.max_evictions_in_flight < 1) return fail(usage("--max-evictions-in-flight: at least 1"));
+  if (f.grace_period < -1) return fail(usage("--grace-period: -1 (each pod's own) or a number of seconds, 0 or more"));
+  if (f.policy.skip_wait_for_delete_timeout_seconds < 0) return fail(usage("--skip-wait-for-delete-timeout: 0 or more seconds"));
+  auto timeout = util::parse_duration(f.timeout);
+  if (!timeout) return fail(usage("--timeout: " + timeout.error().message));
+  v.timeout = *timeout;
+  if (!f.exec_timeout.empty()) {
+    auto et = util::parse_duration(f.exec_timeout);
+    if (!et) return fail(usage("--exec-timeout: " + et.error().message));
+    v.exec_timeout = *et;
+  }
+  auto wr = util::parse_duration(f.wait_ready);
+  if (!wr) return fail(usage("--wait-ready: " + wr.error().message));
+  v.wait_ready = *wr;
+  if (f.dry_run && v.format == OutputFormat::name) return fail(usage("-o name does not apply to --dry-run"));
+  return v;
+}
+
+std::string secs(std::chrono::milliseconds d) {
+  return util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(d));
+}
+
+std::string budget_cell(const ops::PodPlan& p) {
+  if (p.pdbs.empty()) return "<none>";
+  std::vector<std::string> parts;
+  for (const auto& b : p.pdbs) parts.push_back(fmt::format("{} ({} allowed)", b.name, b.disruptions_allowed));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat format) {
+  auto& out = ctx.streams().out;
+  if (format == OutputFormat::json || format == OutputFormat::yaml) {
+    out << render_structured(ops::to_json(plan), format);
+    return ExitCode::ok;
+  }
+  output::Table t({"NODE", "POD", "ACTION", "REASON", "PDB", "GPUS", "ROOM-ELSEWHERE"});
+  for (const auto& n : plan.nodes) {
+    for (const auto& p : n.pods) {
+      using output::Style;
+      Style s = p.action == ops::PodAction::refuse || p.action == ops::PodAction::blocked ? Style::bad
+                : p.action == ops::PodAction::skip                                         ? Style::dim
+                                                                                           : Style::plain;
+      std::string room = "-";
+      if (p.gpu_pod && p.action != ops::PodAction::skip) {
+        room = fmt::format("{} ({} free {})", p.fits_elsewhere ? "yes" : "NO", p.free_gpus_elsewhere,
+                           p.product.empty() ? std::string("GPUs") : p.product);
+      }
+      t.add_row({n.node, p.ns + "/" + p.name, output::Cell(std::string(ops::to_string(p.action)), s),
+                 p.message.empty() ? std::string("-") : p.message, budget_cell(p), std::to_string(p.gpus), room});
+    }
+  }
+  if (!t.empty()) out << t.render({true, ctx.color()});
+  for (const auto& n : plan.nodes) {
+    out << fmt::format("{}: {}{}\n", n.node,
+                       n.completes ? "would drain completely" : "would not drain completely: " + n.message,
+                       n.already_cordoned ? " (already cordoned)" : "");
+  }
+  ctx.streams().err << "Dry run: nothing was changed.\n";
+  return ExitCode::ok;
+}
+
+output::Cell result_cell(ops::DrainOutcome o) {
+  return {std::string(ops::to_string(o)), o == ops::DrainOutcome::drained ? output::Style::good : output::Style::bad};
+}
+
+json result_json(const ops::NodeDrainResult& r) {
+  return {{"node", r.node},          {"result", std::string(ops::to_string(r.outcome))},
+          {"cordon", r.cordon},      {"evicted", r.evicted},
+          {"skipped", r.skipped},    {"remaining", r.remaining},
+          {"seconds", r.elapsed.count() / 1000.0}, {"message", r.message}};
+}
+
+ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
+  if (not_drained.empty()) return ExitCode::ok;
+  ctx.streams().err << fmt::format("error: {} node(s) not fully drained: {}\n", not_drained.size(), fmt::join(not_drained, ", "));
+  return ExitCode::failure;
+}
+
+Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(Validated v, validate(f));
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, v.selection));
+
+  if (f.dry_run) {
+    GPUCTL_TRY_ASSIGN(ops::DrainPlan plan, ops::plan_drain(*client, selected.nodes, f.policy, f.pod_selector));
+    for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
+    return render_plan(ctx, plan, v.format);
+  }
+
+  std::mutex err_mutex;
+  auto& err = ctx.streams().err;
+  ops::DrainOptions o;
+  o.policy = f.policy;
+  o.pod_selector = f.pod_selector;
+  o.grace_period_seconds = f.grace_period;
+  o.timeout = v.timeout;
+  o.disable_eviction = f.disable_eviction;
+  o.cordon.reason = f.reason;
+  GPUCTL_TRY_ASSIGN(o.cordon.by, client->whoami());
+  o.cordon.at = util::format_rfc3339(std::chrono::system_clock::now());
+  std::optional<ops::EvictionSlots> slots;
+  if (f.max_evictions_in_flight > 0) {
+    slots.emplace(f.max_evictions_in_flight);
+    o.slots = &*slots;
+  }
+  o.on_progress = [&](const ops::DrainProgress& p) {
+    std::lock_guard guard(err_mutex);
+    err << util::format_rfc3339(std::chrono::system_clock::now()) << ' ' << p.node << ": " << p.message << '\n';
+    err.flush();
+  };
+
+  auto& out = ctx.streams().out;
+  std::vector<std::string> not_drained;
+  if (f.rolling) {
+    ops::RollingOptions ro;
+    ro.drain = o;
+    ro.max_unavailable = f.max_unavailable;
+    ro.exec = f.exec;
+    ro.exec_timeout = v.exec_timeout;
+    ro.uncordon = f.uncordon;
+    ro.wait_ready = v.wait_ready;
+    ro.continue_on_error = f.continue_on_error;
+    auto results = ops::rolling_maintenance(*client, selected.nodes, ro);
+    json items = json::array();
+    output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
+    for (const auto& r : results) {
+      std::string result = r.not_started ? "not-started" : r.ok ? "done" : "failed";
+      if (!r.ok) not_drained.push_back(r.drain.node);
+      auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+      t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
+                 r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
+                 dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
+                 r.not_started ? std::string("not started: stopped at the first failure (use --continue-on-error)") : r.drain.message});
+      json j = result_json(r.drain);
+      j["rollingResult"] = result;
+      j["exec"] = r.exec;
+      j["ready"] = r.ready;
+      j["uncordon"] = r.uncordon;
+      items.push_back(std::move(j));
+    }
+    for (const auto& m : selected.missing) {
+      not_drained.push_back(m.node);
+      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-", "node not found"});
+    }
+    if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
+      out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "RollingMaintenanceResult"}, {"items", items}}, v.format);
+    } else {
+      out << t.render({true, ctx.color()});
+    }
+    return finish(ctx, not_drained);
+  }
+
+  auto results = ops::drain_nodes(*client, selected.nodes, o, f.max_concurrent);
+  output::Table t({"NODE", "RESULT", "CORDON", "EVICTED", "SKIPPED", "REMAINING", "TIME", "MESSAGE"});
+  json items = json::array();
+  for (const auto& r : results) {
+    if (r.outcome != ops::DrainOutcome::drained) not_drained.push_back(r.node);
+    t.add_row({r.node, result_cell(r.outcome), r.cordon, std::to_string(r.evicted), std::to_string(r.skipped),
+               std::to_string(r.remaining.size()), secs(r.elapsed), r.message.empty() ? std::string("-") : r.message});
+    items.push_back(result_json(r));
+  }
+  for (const auto& m : selected.missing) {
+    not_drained.push_back(m.node);
+    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "0", "0", "0s",
+               m.error ? m.error->message : std::string("not found")});
+    items.push_back({{"node", m.node}, {"result", "failed"}, {"message", m.error ? m.error->message : "not found"}});
+  }
+  if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
+    out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainResultList"}, {"items", items}}, v.format);
+  } else if (v.format == OutputFormat::name) {
+    for (const auto& r : results) {
+      if (r.outcome == ops::DrainOutcome::drained) out << "node/" << r.node << '\n';
+    }
+  } else {
+    out << t.render({true, ctx.color()});
+  }
+  return finish(ctx, not_drained);
+}
+
+}  // namespace
+
+void register_drain(CLI::App& app, AppContext& ctx) {
+  auto f = std::make_shared<DrainFlags>();
+  auto* cmd = app.add_subcommand("drain", "Cordon nodes and evict their pods, as kubectl drain does; plan, parallel and rolling");
+  cmd->footer(R"(Cordons each node (recording --reason), then evicts its pods through the policy/v1 Eviction
+API, so PodDisruptionBudgets are honoured: a refused eviction (429) is retried every 5 s and each
+retry names the budget. Pods are chosen by kubectl's rules: DaemonSet pods need
+--ignore-daemonsets (they stay), mirror pods always stay, pods with emptyDir need
+--delete-emptydir-data, pods with no controller need --force; a node with a refused pod is not
+touched beyond the cordon. Waiting uses a watch; a replacement with the same name counts as gone.
+Re-running an interrupted drain continues where it stopped. Exit code 1 names every node not
+fully drained.
+
+Examples:
+  # What would happen, pod by pod, with budgets and room for GPU pods elsewhere
+  gpuctl drain gpu-7 --ignore-daemonsets --dry-run
+
+  # Drain a node after ECC errors
+  gpuctl drain gpu-7 --ignore-daemonsets --reason "uncorrectable ECC errors" --timeout 10m
+
+  # Four H100 nodes at a time, at most 20 evictions in flight
+  gpuctl drain -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --ignore-daemonsets \
+      --max-concurrent 4 --max-evictions-in-flight 20
+
+  # Rolling driver upgrade, two nodes out at a time
+  gpuctl drain -l pool=train --ignore-daemonsets --rolling --max-unavailable 2 \
+      --exec 'ssh "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
+  cmd->add_option("nodes", f->names, "NODE...");
+  add_selector_flag(*cmd, f->selector);
+  cmd->add_flag("--all-gpu-nodes", f->all_gpu_nodes, "Every GPU node");
+  cmd->add_option("--reason", f->reason, "Why the nodes are drained (recorded on the cordon)");
+  cmd->add_flag("--ignore-daemonsets", f->policy.ignore_daemonsets, "Leave DaemonSet-managed pods in place instead of refusing");
+  cmd->add_flag("--delete-emptydir-data", f->policy.delete_emptydir_data, "Evict pods with emptyDir volumes (their data is lost)");
+  cmd->add_flag("--force", f->policy.force, "Evict pods that no controller would recreate");
+  cmd->add_flag("--gpu-pods-only", f->policy.gpu_pods_only, "Evict only pods that request nvidia.com/* resources");
+  cmd->add_option("--grace-period", f->grace_period, "Seconds each pod gets to terminate; -1: the pod's own")->default_str("-1");
+  cmd->add_option("--timeout", f->timeout, "Give up on a node after this long (e.g. 10m); 0: wait forever")->default_str("0");
+  cmd->add_option("--pod-selector", f->pod_selector, "Only pods matching this label selector");
+  cmd->add_flag("--disable-eviction", f->disable_eviction, "Delete pods instead of evicting them (bypasses PodDisruptionBudgets)");
+  cmd->add_option("--skip-wait-for-delete-timeout", f->policy.skip_wait_for_delete_timeout_seconds,
+                  "Skip pods deleted more than this many seconds ago (for NotReady nodes)");
+  cmd->add_flag("--dry-run", f->dry_run, "Print the plan, pod by pod, and change nothing");
+  add_output_flag(*cmd, f->output, {"table", "json", "yaml", "name"});
+  f->max_concurrent_opt = cmd->add_option("--max-concurrent", f->max_concurrent, "Drain this many nodes at once")->default_str("1");
+  f->in_flight_opt = cmd->add_option("--max-evictions-in-flight", f->max_evictions_in_flight,
+                                     "At most this many evicted pods not yet gone, across all nodes");
+  cmd->add_flag("--rolling", f->rolling, "Rolling maintenance: drain, run --exec, wait Ready, uncordon, next");
+  f->max_unavailable_opt = cmd->add_option("--max-unavailable", f->max_unavailable, "Rolling: nodes out at once")->default_str("1");
+  cmd->add_option("--exec", f->exec, "Rolling: command run per node by /bin/sh, the node as $1 and $GPUCTL_NODE");
+  f->exec_timeout_opt = cmd->add_option("--exec-timeout", f->exec_timeout, "Rolling: kill the command after this long");
+  cmd->add_flag("--uncordon", f->uncordon, "Rolling: uncordon each node once it is done");
+  f->wait_ready_opt = cmd->add_option("--wait-ready", f->wait_ready, "Rolling: wait up to this long for the node to be Ready");
+  cmd->add_flag("--continue-on-error", f->continue_on_error, "Rolling: go on past a failed node");
+  cmd->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_drain(*f, ctx); }; });
+}
+
+}  // namespace gpuctl::cli
