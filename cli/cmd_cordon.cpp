@@ -26,16 +26,9 @@ Result<ExitCode> run_cordon(const CordonOptions& o, AppContext& ctx) {
     cordon.at = util::format_rfc3339(std::chrono::system_clock::now());
   }
   // run
-  ops::ApplyOptions apply;
-  apply.dry_run = request.dry_run;
-  std::vector<ops::NodeChange> changes;
-  for (const auto& node : selected.nodes) {
-    changes.push_back(ops::apply_node_edit(
-        *client, node, [&](const ops::json& n) { return ops::plan_cordon(n, cordon); }, apply));
-  }
-  for (auto& m : selected.missing) changes.push_back(std::move(m));
-  return report_node_changes(ctx, changes, o.cordon ? "cordon" : "uncordon", o.cordon ? "cordoned" : "uncordoned",
-                             request);
+  auto planner = [&](const ops::json& n) { return ops::plan_cordon(n, cordon); };
+  return apply_and_report(ctx, *client, std::move(selected), planner, o.cordon ? "cordon" : "uncordon",
+                          o.cordon ? "cordoned" : "uncordoned", request);
 }
 
 }  // namespace

@@ -25,15 +25,8 @@ Result<ExitCode> run_label(const LabelOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, request.selection));
   // run
-  ops::ApplyOptions apply;
-  apply.dry_run = request.dry_run;
-  std::vector<ops::NodeChange> changes;
-  for (const auto& node : selected.nodes) {
-    changes.push_back(ops::apply_node_edit(
-        *client, node, [&](const ops::json& n) { return ops::plan_labels(n, specs, o.overwrite); }, apply));
-  }
-  for (auto& m : selected.missing) changes.push_back(std::move(m));
-  return report_node_changes(ctx, changes, "label", "labeled", request);
+  auto planner = [&](const ops::json& n) { return ops::plan_labels(n, specs, o.overwrite); };
+  return apply_and_report(ctx, *client, std::move(selected), planner, "label", "labeled", request);
 }
 
 }  // namespace

@@ -71,15 +71,8 @@ Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
     }
   }
   const std::string now = util::format_rfc3339(std::chrono::system_clock::now());
-  ops::ApplyOptions apply;
-  apply.dry_run = request.dry_run;
-  std::vector<ops::NodeChange> changes;
-  for (const auto& node : selected.nodes) {
-    changes.push_back(ops::apply_node_edit(
-        *client, node, [&](const ops::json& n) { return ops::plan_taints(n, specs, o.overwrite, now); }, apply));
-  }
-  for (auto& m : selected.missing) changes.push_back(std::move(m));
-  return report_node_changes(ctx, changes, "taint", "tainted", request);
+  auto planner = [&](const ops::json& n) { return ops::plan_taints(n, specs, o.overwrite, now); };
+  return apply_and_report(ctx, *client, std::move(selected), planner, "taint", "tainted", request);
 }
 
 }  // namespace

@@ -53,6 +53,17 @@ Result<NamesAndSpecs> split_names_and_specs(const std::vector<std::string>& args
   return split;
 }
 
+ExitCode apply_and_report(AppContext& ctx, kube::Client& client, ops::SelectedNodes selected,
+                          const ops::NodePlanner& planner, std::string_view operation, std::string_view verb,
+                          const NodeChangeRequest& request) {
+  ops::ApplyOptions apply;
+  apply.dry_run = request.dry_run;
+  std::vector<ops::NodeChange> changes;
+  for (const auto& node : selected.nodes) changes.push_back(ops::apply_node_edit(client, node, planner, apply));
+  for (auto& m : selected.missing) changes.push_back(std::move(m));
+  return report_node_changes(ctx, changes, operation, verb, request);
+}
+
 ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>& changes, std::string_view operation,
                              std::string_view verb, const NodeChangeRequest& request) {
   auto& out = ctx.streams().out;

@@ -40,6 +40,12 @@ struct NamesAndSpecs {
 Result<NamesAndSpecs> split_names_and_specs(const std::vector<std::string>& args, bool (*is_spec)(std::string_view),
                                             std::string_view what);
 
+// Applies the planner to every selected node (one write each, retried on conflicts), then
+// reports as report_node_changes does; the missing names are reported as failed.
+ExitCode apply_and_report(AppContext& ctx, kube::Client& client, ops::SelectedNodes selected,
+                          const ops::NodePlanner& planner, std::string_view operation, std::string_view verb,
+                          const NodeChangeRequest& request);
+
 // Prints the changes (text lines, or the NodeChangeList schema) and the failures on stderr;
 // returns 1 when any node failed. `verb` is the past tense: "tainted", "cordoned", ...
 ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>& changes, std::string_view operation,
