@@ -1,11 +1,13 @@
 // gpuctl drain: cordon and evict with kubectl's semantics, a pre-flight plan (--dry-run),
 // several nodes at once, and rolling maintenance (--rolling).
 #include <atomic>
-#include <mutex>
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include "commands.hpp"
+#include "live_status.hpp"
 #include "common_flags.hpp"
 #include "output_format.hpp"
 #include "gpuctl/ops/drain.hpp"
@@ -174,7 +176,6 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     return render_plan(ctx, plan, v.format);
   }
 
-  std::mutex err_mutex;
   auto& err = ctx.streams().err;
   ops::DrainOptions o;
   o.policy = f.policy;
@@ -190,10 +191,12 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     slots.emplace(f.max_evictions_in_flight);
     o.slots = &*slots;
   }
+  // A live block of one line per node on a terminal; timestamped lines in logs and CI.
+  LiveStatus status(err, ctx.streams().err_is_terminal, terminal_width(STDERR_FILENO));
   o.on_progress = [&](const ops::DrainProgress& p) {
-    std::lock_guard guard(err_mutex);
-    err << util::format_rfc3339(std::chrono::system_clock::now()) << ' ' << p.node << ": " << p.message << '\n';
-    err.flush();
+    status.update(p.node, status.terminal() && p.remaining > 0
+                              ? fmt::format("[{} pod(s) left] {}", p.remaining, p.message)
+                              : p.message);
   };
 
   auto& out = ctx.streams().out;

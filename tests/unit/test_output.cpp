@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <sstream>
+
+#include "live_status.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/output/yaml.hpp"
 
@@ -30,4 +33,27 @@ TEST_CASE("output::Table aligns columns kubectl-style and colors only when asked
   CHECK(t.render({false, false}) == "a-long-name   NotReady\nb             Ready\n");
   std::string colored = t.render({true, true});
   CHECK(colored.find("\033[31mNotReady\033[0m") != std::string::npos);
+}
+
+TEST_CASE("live status: timestamped lines off a terminal, one redrawn line per node on one", "[output][drain]") {
+  std::ostringstream log;
+  gpuctl::cli::LiveStatus plain(log, false);
+  plain.update("n1", "cordoned");
+  plain.update("n2", "evicting ml/a");
+  std::string text = log.str();
+  CHECK(text.find("Z n1: cordoned\n") != std::string::npos);
+  CHECK(text.find("Z n2: evicting ml/a\n") != std::string::npos);
+  CHECK(text.find('\033') == std::string::npos);
+
+  std::ostringstream tty;
+  gpuctl::cli::LiveStatus live(tty, true, 30);
+  live.update("n1", "cordoned");
+  live.update("node-22", "evicting ml/a");
+  live.update("n1", "waiting for 1 pod(s) to go: ml/averyveryverylongpodname");
+  std::string screen = tty.str();
+  // The third update moves up over the two lines drawn before and rewrites both, cut to width.
+  auto last = screen.rfind("\033[2A");
+  REQUIRE(last != std::string::npos);
+  CHECK(screen.substr(last) ==
+        "\033[2A\r\033[Kn1       waiting for 1 pod(s)\n\r\033[Knode-22  evicting ml/a\n");
 }

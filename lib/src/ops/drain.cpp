@@ -120,7 +120,12 @@ class NodeDrainer {
   };
 
   void progress(const std::string& message) {
-    if (o_.on_progress) o_.on_progress({name_, message, static_cast<int>(pending_.size() + waiting_.size())});
+    if (!o_.on_progress) return;
+    // A pod being evicted sits in pending_ until the pass ends and in waiting_ once accepted:
+    // count it once.
+    std::size_t remaining = waiting_.size();
+    for (const auto& t : pending_) remaining += waiting_.count(t.key()) == 0 ? 1 : 0;
+    o_.on_progress({name_, message, static_cast<int>(remaining)});
   }
   void sleep(milliseconds d) {
     if (o_.sleep) {
