@@ -516,26 +516,34 @@ std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::
     results[i].drain.node = kube::name_of(nodes[i]);
     results[i].not_started = true;
   }
-  std::size_t k = static_cast<std::size_t>(std::max(1, options.max_unavailable));
+  // K workers: each takes the next node as soon as its own is back in service, so at most K
+  // nodes are out at any moment and a slow node does not hold the others back. After a failure
+  // no new node is started (unless continue_on_error); nodes already out are finished.
+  const std::size_t k = static_cast<std::size_t>(std::max(1, options.max_unavailable));
+  std::mutex mutex;
+  std::size_t next = 0;
   bool stop = false;
-  for (std::size_t begin = 0; begin < nodes.size() && !stop; begin += k) {
-    std::size_t end = std::min(nodes.size(), begin + k);
-    std::vector<json> batch(nodes.begin() + static_cast<std::ptrdiff_t>(begin), nodes.begin() + static_cast<std::ptrdiff_t>(end));
-    auto drained = drain_nodes(client, batch, options.drain, static_cast<int>(batch.size()));
-    std::vector<std::thread> threads;
-    for (std::size_t j = 0; j < batch.size(); ++j) {
-      RollingResult& r = results[begin + j];
+  auto worker = [&] {
+    while (true) {
+      std::size_t i;
+      {
+        std::lock_guard guard(mutex);
+        if (stop || next >= nodes.size() || (options.drain.cancel && options.drain.cancel->load())) return;
+        i = next++;
+      }
+      RollingResult& r = results[i];
       r.not_started = false;
-      r.drain = std::move(drained[j]);
-      if (r.drain.outcome != DrainOutcome::drained) continue;
-      threads.emplace_back([&client, &options, &r] { maintain(client, r.drain.node, options, r); });
+      r.drain = drain_node(client, nodes[i], options.drain);
+      if (r.drain.outcome == DrainOutcome::drained) maintain(client, r.drain.node, options, r);
+      if (!r.ok && !options.continue_on_error) {
+        std::lock_guard guard(mutex);
+        stop = true;
+      }
     }
-    for (auto& t : threads) t.join();
-    for (std::size_t j = begin; j < end; ++j) {
-      if (!results[j].ok && !options.continue_on_error) stop = true;
-    }
-    if (options.drain.cancel && options.drain.cancel->load()) stop = true;
-  }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < std::min(k, nodes.size()); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
   return results;
 }
 
