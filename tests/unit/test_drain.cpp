@@ -229,7 +229,7 @@ TEST_CASE("drain: a replacement with the same name and a new UID counts as gone"
   CHECK(fake.unexpected().empty());
 }
 
-TEST_CASE("drain: several PDBs (500) fail the pod and name the cause; refused pods stop the node", "[drain]") {
+TEST_CASE("drain: several PDBs (500) fail the pod and name the cause, refused pods stop the node", "[drain]") {
   FakeClient c;
   auto& fake = *c.fake;
   cordon_routes(fake);
@@ -289,7 +289,7 @@ TEST_CASE("drain: an already cordoned node with its pods gone is drained again w
   CHECK(c.fake->unexpected().empty());
 }
 
-TEST_CASE("rolling: drains, runs the command with the node as $1 and GPUCTL_NODE, uncordons; stops at a failure", "[drain]") {
+TEST_CASE("rolling: drains, runs the command with the node as $1 and GPUCTL_NODE, uncordons, stops at a failure", "[drain]") {
   FakeClient c;
   auto& fake = *c.fake;
   fake.on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "2", json::array(), true).dump()))

@@ -107,7 +107,7 @@ TEST_CASE("gpu::parse_probe_output: transcript framing", "[probe]") {
   CHECK(f.steps[0].stdout_text == cat(M, "end all rc=0\ntail\n"));
 }
 
-TEST_CASE("gpu::parse_probe_output: one GPU breaks the whole query; the others still answer", "[probe]") {
+TEST_CASE("gpu::parse_probe_output: one GPU breaks the whole query, the others still answer", "[probe]") {
   // gpustat#125 / nvitop#45: the whole query fails with the device-handle error; the script falls
   // back to -L and one query per index; GPU 1 is lost.
   const std::string lost = fixture("nvidia-smi-errors/issue__gpu-is-lost__linux.txt");

@@ -177,7 +177,7 @@ TEST_CASE("plan_labels sets, refuses to overwrite silently, and removes", "[node
   CHECK(removed->summary == "removed kubernetes.io/hostname");
 }
 
-TEST_CASE("plan_cordon records why, by whom and when; uncordon clears the record", "[node-admin]") {
+TEST_CASE("plan_cordon records why, by whom and when, uncordon clears the record", "[node-admin]") {
   json n = node("n1", "3");
   ops::CordonRequest request{true, "ECC errors", "alice", "2026-12-02T10:00:00Z"};
   auto cordon = ops::plan_cordon(n, request);

@@ -851,7 +851,7 @@ TEST_CASE("kube::Quantity arithmetic saturates at the largest magnitude parse ac
 
 // --- Beyond upstream's tables: the text upstream keeps, limits, exponents ------------------
 
-TEST_CASE("kube::Quantity::to_string keeps the text upstream takes as canonical; canonical() "
+TEST_CASE("kube::Quantity::to_string keeps the text upstream takes as canonical, canonical() "
           "does not",
           "[quantity]") {
   const auto row = GENERATE(table<const char*, const char*, const char*>({

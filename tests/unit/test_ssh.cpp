@@ -77,7 +77,7 @@ TEST_CASE("ssh failures are classified from OpenSSH's own messages", "[ssh]") {
   CHECK(ssh::classify_ssh_run(missing, s).outcome == ssh::HostOutcome::ssh_missing);
 }
 
-TEST_CASE("ssh addresses: from the node's addresses, labels, annotations or a template; never an option", "[ssh]") {
+TEST_CASE("ssh addresses: from the node's addresses, labels, annotations or a template, never an option", "[ssh]") {
   using gpuctl::testing::nodeadmin::node;
   auto n = node("gpu-3");
   n["status"]["addresses"] = {{{"type", "InternalIP"}, {"address", "10.0.0.3"}}, {{"type", "Hostname"}, {"address", "gpu-3"}}};

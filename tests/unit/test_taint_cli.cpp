@@ -48,7 +48,7 @@ TEST_CASE("cli: taint reports each node and names the ones that failed", "[taint
   CHECK(h.fake().unexpected().empty());
 }
 
-TEST_CASE("cli: cordon -o json prints the NodeChangeList schema; a client dry run prints the patch", "[cordon][cli]") {
+TEST_CASE("cli: cordon -o json prints the NodeChangeList schema, a client dry run prints the patch", "[cordon][cli]") {
   CliHarness h;
   h.fake()
       .on("GET", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "5").dump()))
