@@ -1,5 +1,7 @@
 #include "ssh_flags.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gpuctl/util/time.hpp"
@@ -16,8 +18,8 @@ void add_ssh_flags(CLI::App& cmd, SshFlags& f) {
   cmd.add_option("--ssh-timeout", f.ssh_timeout, "Hard deadline per node, after which its ssh is killed (hung nvidia-smi)")
       ->default_str("60s")
       ->group(group);
-  cmd.add_option("--connect-timeout", f.connect_timeout, "How long to wait for a node's ssh connection")
-      ->default_str("10s")
+  cmd.add_option("--connect-timeout", f.connect_timeout,
+                 "How long to wait for a node's ssh connection (default 10s, or half of a shorter --ssh-timeout)")
       ->group(group);
   cmd.add_option("--fanout", f.fanout, "How many nodes to reach at once")->default_str("32")->check(CLI::Range(1, 1024))->group(group);
   cmd.add_option("--ssh-host-from", f.host_from,
@@ -36,10 +38,14 @@ Result<SshRequest> validate_ssh_flags(const SshFlags& f) {
   r.probe.ssh.options = f.options;
   auto deadline = util::parse_duration(f.ssh_timeout);
   if (!deadline) return fail(deadline.error().with_context("--ssh-timeout"));
-  auto connect = util::parse_duration(f.connect_timeout);
-  if (!connect) return fail(connect.error().with_context("--connect-timeout"));
   r.probe.ssh.deadline = *deadline;
-  r.probe.ssh.connect_timeout = *connect;
+  if (f.connect_timeout.empty()) {
+    r.probe.ssh.connect_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), *deadline / 2);
+  } else {
+    auto connect = util::parse_duration(f.connect_timeout);
+    if (!connect) return fail(connect.error().with_context("--connect-timeout"));
+    r.probe.ssh.connect_timeout = *connect;
+  }
   r.probe.fanout = f.fanout;
   GPUCTL_TRY(ssh::validate(r.probe.ssh));
   GPUCTL_TRY_ASSIGN(r.address_rule, ssh::parse_address_rule(f.host_from));

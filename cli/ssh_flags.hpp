@@ -17,7 +17,7 @@ struct SshFlags {
   std::string identity_file;
   std::vector<std::string> options;
   std::string ssh_timeout = "60s";
-  std::string connect_timeout = "10s";
+  std::string connect_timeout;  // empty: 10s, or half of --ssh-timeout when that is shorter
   int fanout = 32;
   std::string host_from = "internal-ip";
 };
