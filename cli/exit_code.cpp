@@ -18,4 +18,9 @@ ExitCode exit_code_for(const Error& error) {
   return ExitCode::failure;
 }
 
+ExitCode exit_code_of_container(int container_exit_code) {
+  if (container_exit_code < 1 || container_exit_code > 255) return ExitCode::job_failed;
+  return static_cast<ExitCode>(container_exit_code);
+}
+
 }  // namespace gpuctl::cli

@@ -9,7 +9,16 @@ enum class ExitCode : int {
   ok = 0,       // success
   failure = 1,  // talking to the cluster or carrying out the operation failed (also: partly)
   usage = 2,    // bad flags or arguments, invalid specs or manifests
+  refused = 3,  // a pre-flight check refused the request (gpuctl submit without --force)
+  // gpuctl submit --wait/--follow: a job that failed returns its failed container's exit code
+  // (1-255) when it has one; these two say why when it has none.
+  job_deadline_exceeded = 124,  // the Job ran past activeDeadlineSeconds (as timeout(1) does)
+  job_failed = 125,             // the Job failed with no container exit code to report
 };
+
+// A container's exit code as gpuctl's exit code (1-255; 0 and out-of-range values map to
+// job_failed, so a failed job never exits 0).
+ExitCode exit_code_of_container(int container_exit_code);
 
 // invalid_argument is the user's input (2); everything else is a failure to carry out (1).
 ExitCode exit_code_for(const Error& error);
