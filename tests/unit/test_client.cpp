@@ -269,3 +269,18 @@ TEST_CASE("kube::paths percent-encodes names", "[client]") {
   CHECK(gpuctl::kube::paths::job("team-a", "train") == "/apis/batch/v1/namespaces/team-a/jobs/train");
   CHECK(gpuctl::kube::paths::pods() == "/api/v1/pods");
 }
+
+TEST_CASE("kube::Client::remove puts dryRun into a DeleteOptions body, where the server reads it", "[client]") {
+  // With a body the API server decodes DeleteOptions from the body alone: the query's dryRun=All
+  // is ignored and the object really goes.
+  FakeClient fc;
+  fc.fake->on("DELETE", "/apis/batch/v1/namespaces/ns/jobs/j", json_answer(200, R"({"kind":"Status"})"));
+  gpuctl::kube::WriteOptions options;
+  options.dry_run = true;
+  auto result = fc.client->remove("/apis/batch/v1/namespaces/ns/jobs/j", {{"propagationPolicy", "Background"}}, options);
+  REQUIRE(result);
+  REQUIRE(fc.fake->requests().size() == 1);
+  auto body = nlohmann::json::parse(fc.fake->requests()[0].body);
+  CHECK(body["dryRun"] == nlohmann::json::array({"All"}));
+  CHECK(body["propagationPolicy"] == "Background");
+}

@@ -398,8 +398,12 @@ Result<json> Client::remove(std::string_view path, const json& delete_options, c
   req.method = "DELETE";
   req.url = config_.server + std::string(path) + write_query_params(options);
   if (!delete_options.is_null()) {
+    // With a DeleteOptions body the API server reads dryRun from the body only and ignores the
+    // query parameter: without this a "dry-run" delete with a body really deletes.
+    json body = delete_options;
+    if (options.dry_run && body.is_object() && !body.contains("dryRun")) body["dryRun"] = json::array({"All"});
     req.headers.emplace_back("Content-Type", "application/json");
-    req.body = delete_options.dump();
+    req.body = body.dump();
   }
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
   return parse_json_body(resp, fmt::format("DELETE {}", path));
