@@ -31,6 +31,9 @@ std::string resource_quota(std::string_view ns, std::string_view name) { return 
 std::string limit_ranges(std::string_view ns) { return core(ns, "limitranges"); }
 std::string limit_range(std::string_view ns, std::string_view name) { return core(ns, "limitranges") + "/" + seg(name); }
 std::string pod_disruption_budgets(std::string_view ns) { return group("policy/v1", ns, "poddisruptionbudgets"); }
+std::string persistent_volume_claims(std::string_view ns) { return core(ns, "persistentvolumeclaims"); }
+std::string storage_classes() { return "/apis/storage.k8s.io/v1/storageclasses"; }
+std::string storage_class(std::string_view name) { return storage_classes() + "/" + seg(name); }
 std::string persistent_volume_claim(std::string_view ns, std::string_view name) {
   return core(ns, "persistentvolumeclaims") + "/" + seg(name);
 }
