@@ -10,6 +10,9 @@ const std::vector<CommandSpec>& command_table() {
       {"label", "Node administration", &register_label},
       {"cordon", "Node administration", &register_cordon},
       {"drain", "Node administration", &register_drain},
+      {"submit", "GPU workloads", &register_submit},
+      {"jobs", "GPU workloads", &register_jobs},
+      {"quota", "GPU workloads", &register_quota},
   };
   return table;
 }

@@ -1,0 +1,134 @@
+"""gpuctl jobs and gpuctl jobs clean against the real API server: succeeded, failed (with the
+container's exit code), running and unschedulable jobs as `gpuctl jobs -o json` reports them,
+and `jobs clean` removing finished jobs together with their pods, leaving the others."""
+import harness as h
+
+FLEET = {"e2e.gpuctl.dev/fleet": "jobs"}
+NODES = {"jobs-0", "jobs-1"}
+
+
+def job(name, ns, gpus=1, outcome_=None):
+    return h.gpu_job(name, ns, gpus=gpus, outcome_=outcome_, node_selector=FLEET)
+
+
+def items_by_name(ns):
+    r = h.gpuctl("jobs", "-n", ns, "-o", "json")
+    if r.rc != 0:
+        raise h.HarnessError("gpuctl jobs failed: %s" % r.stderr)
+    doc = r.json
+    assert doc["apiVersion"] == "gpuctl.io/v1alpha1" and doc["kind"] == "GPUJobList", doc
+    return {i["name"]: i for i in doc["items"]}
+
+
+def job_names(ns):
+    return {j["metadata"]["name"] for j in h.kubectl("get", "jobs", "-n", ns, "-o", "json")["items"]}
+
+
+def pod_job_names(ns):
+    pods = h.kubectl("get", "pods", "-n", ns, "-o", "json")["items"]
+    return {p["metadata"]["labels"].get("batch.kubernetes.io/job-name") for p in pods}
+
+
+class JobsTest(h.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        h.apply_fleet_file("jobs")
+
+    def start_jobs(self, ns):
+        h.create([
+            job("ok", ns, gpus=2, outcome_=h.outcome("succeed")),
+            job("bad", ns, gpus=1, outcome_=h.outcome("fail", exit_code=3)),
+            job("runner", ns, gpus=1, outcome_=h.outcome("run")),
+            job("huge", ns, gpus=16, outcome_=h.outcome("run")),  # no node has 16 GPUs
+        ])
+
+        def settled():
+            items = items_by_name(ns)
+            states = {n: (i["status"], i["finished"]) for n, i in items.items()}
+            want = {"ok": ("Succeeded", True), "bad": ("Failed", True), "runner": ("Running", False),
+                    "huge": ("Pending", False)}
+            return items if states == want and items["huge"]["reason"] else None
+
+        return h.wait_for(settled, 90, "the four jobs to settle")
+
+    def test_jobs_lists_status_gpus_nodes_and_reasons(self):
+        ns = self.namespace("jobs-list")
+        items = self.start_jobs(ns)
+
+        ok = items["ok"]
+        self.assertEqual((ok["gpusPerPod"], ok["gpus"]), (2, 2))
+        self.assertEqual(len(ok["nodes"]), 1)
+        self.assertIn(ok["nodes"][0], NODES)
+        self.assertIsNone(ok["reason"])
+        self.assertIsNotNone(ok["finishedAt"])
+        self.assertIsNotNone(ok["durationSeconds"])
+
+        bad = items["bad"]
+        self.assertEqual(bad["failure"]["exitCode"], 3)
+        self.assertEqual(bad["failure"]["reason"], "BackoffLimitExceeded")
+        self.assertEqual(bad["failure"]["container"], "main")
+        self.assertIn("exited with code 3", bad["reason"])
+        self.assertIn(bad["nodes"][0], NODES)
+
+        huge = items["huge"]
+        self.assertEqual(huge["gpus"], 16)
+        self.assertEqual(huge["nodes"], [])
+        self.assertIn("too few free nvidia.com/gpu", huge["reason"])
+        self.assertTrue(huge["reason"].startswith("not scheduled: no node can take it now"), huge["reason"])
+
+        runner = items["runner"]
+        self.assertIn(runner["nodes"][0], NODES)
+        self.assertIsNone(runner["failure"])
+
+        # The table says the same, with the reasons.
+        rc, out, err = h.gpuctl("jobs", "-n", ns)
+        self.assertEqual(rc, 0, err)
+        lines = out.splitlines()
+        self.assertTrue(lines[0].startswith("NAME "), out)
+        self.assertEqual([l.split()[0] for l in lines[1:]], ["bad", "huge", "ok", "runner"])
+        self.assertIn("too few free nvidia.com/gpu", out)
+        # -A adds the namespace column and finds them too.
+        rc, out, err = h.gpuctl("jobs", "-A")
+        self.assertEqual(rc, 0, err)
+        self.assertTrue(out.startswith("NAMESPACE "), out)
+        self.assertEqual(sum(1 for l in out.splitlines() if l.startswith(ns + " ")), 4)
+
+    def test_clean_removes_finished_jobs_and_their_pods(self):
+        ns = self.namespace("jobs-clean")
+        self.start_jobs(ns)
+        self.assertIn("ok", pod_job_names(ns))
+        self.assertIn("bad", pod_job_names(ns))
+
+        rc, out, err = h.gpuctl("jobs", "clean", "-n", ns, "--dry-run")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("job %s/ok would be deleted" % ns, out)
+        self.assertIn("job %s/bad would be deleted" % ns, out)
+        self.assertIn("2 finished jobs would be deleted (dry run), 2 kept", out)
+        self.assertEqual(job_names(ns), {"ok", "bad", "runner", "huge"})
+
+        rc, out, err = h.gpuctl("jobs", "clean", "-n", ns, "--dry-run=server")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("2 finished jobs deleted (server dry run)", out)
+        self.assertEqual(job_names(ns), {"ok", "bad", "runner", "huge"})
+
+        rc, out, err = h.gpuctl("jobs", "clean", "-n", ns, "--older-than", "1h")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(job_names(ns), {"ok", "bad", "runner", "huge"})  # they finished just now
+
+        rc, out, err = h.gpuctl("jobs", "clean", "-n", ns)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("job %s/ok deleted with its pods: Succeeded" % ns, out)
+        self.assertIn("job %s/bad deleted with its pods: Failed" % ns, out)
+        self.assertIn("2 finished jobs deleted, 2 kept", out)
+        self.assertNotIn("Warning", err)  # no "child pods are preserved" warning: Background propagation
+        self.assertEqual(job_names(ns), {"runner", "huge"})
+        # The garbage collector removes their pods; the running and pending jobs keep theirs.
+        h.wait_for(lambda: pod_job_names(ns) == {"runner", "huge"}, 60, "the finished jobs' pods to be collected")
+
+        rc, out, err = h.gpuctl("jobs", "clean", "-n", ns)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("No finished GPU jobs to delete in namespace %s, 2 kept" % ns, err)
+
+
+if __name__ == "__main__":
+    h.main()
