@@ -1,8 +1,311 @@
-// gpuctl submit: registered here; the command arrives in a following commit.
+// gpuctl submit: a GPU training Job with the right defaults, checked before it is created, and
+// optionally waited for (--wait) or followed (--follow) to its result.
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "common_flags.hpp"
+#include "output_format.hpp"
+#include "gpuctl/kube/manifest.hpp"
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/paths.hpp"
+#include "gpuctl/ops/job_logs.hpp"
+#include "gpuctl/ops/job_status.hpp"
+#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/submit.hpp"
+#include "gpuctl/ops/submit_preflight.hpp"
+#include "gpuctl/output/yaml.hpp"
+#include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
+namespace {
 
-void register_submit(CLI::App& /*app*/, AppContext& /*ctx*/) {}
+using json = nlohmann::json;
+
+struct SubmitOptions {
+  ops::SubmitFlags flags;
+  std::string filename;
+  std::string dry_run;
+  std::string output;
+  bool wait = false;
+  bool follow = false;
+  std::string timeout = "0";
+  bool parsable = false;
+  bool force = false;
+};
+
+struct ValidatedSubmit {
+  ops::SubmitSpec spec;
+  DryRun dry_run = DryRun::none;
+  std::optional<OutputFormat> format;
+  std::chrono::milliseconds timeout{0};
+};
+
+Error usage(std::string message) {
+  Error e;
+  e.code = Errc::invalid_argument;
+  e.message = std::move(message);
+  return e;
+}
+
+Result<ValidatedSubmit> validate(SubmitOptions& o) {
+  ValidatedSubmit v;
+  o.flags.from_manifest = !o.filename.empty();
+  GPUCTL_TRY_ASSIGN(v.spec, ops::parse_submit_flags(o.flags));
+  GPUCTL_TRY_ASSIGN(v.dry_run, parse_dry_run(o.dry_run));
+  if (!o.output.empty()) {
+    GPUCTL_TRY_ASSIGN(OutputFormat f, parse_output_format(o.output));
+    v.format = f;
+  }
+  auto timeout = util::parse_duration(o.timeout);
+  if (!timeout) return fail(usage("--timeout: " + timeout.error().message));
+  v.timeout = *timeout;
+  if ((o.wait || o.follow) && v.dry_run != DryRun::none) {
+    return fail(usage("--wait and --follow cannot be combined with --dry-run: nothing is created to wait for"));
+  }
+  if (o.wait && o.follow) return fail(usage("--follow already waits for the job; give one of --wait and --follow"));
+  if (v.timeout.count() > 0 && !o.wait && !o.follow) return fail(usage("--timeout needs --wait or --follow"));
+  if (o.parsable && v.format) return fail(usage("--parsable and -o both choose the output; give one of them"));
+  if (o.follow && v.format) return fail(usage("-o cannot be combined with --follow: stdout carries the job's logs"));
+  return v;
+}
+
+Result<json> read_manifest(const std::string& path) {
+  std::string text;
+  if (path == "-") {
+    std::stringstream ss;
+    ss << std::cin.rdbuf();
+    text = ss.str();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return fail(Errc::io, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
+  }
+  return kube::parse_manifest(text, path == "-" ? "stdin" : path);
+}
+
+std::string gpu_phrase(const json& job) {
+  std::string resource = ops::requested_gpu_resource(job);
+  if (resource.empty()) return "no GPUs";
+  json pod = {{"spec", job["spec"]["template"]["spec"]}};
+  auto requests = kube::pod_requests(pod);
+  return fmt::format("{} {} per pod", requests.at(resource).to_string(), resource);
+}
+
+std::string job_result_line(const ops::JobSummary& s) {
+  std::string where = s.nodes.empty() ? "" : fmt::format(" on {}", fmt::join(s.nodes, ","));
+  std::string took = s.duration_seconds ? " in " + util::human_duration(std::chrono::seconds(*s.duration_seconds)) : "";
+  if (s.phase == ops::JobPhase::succeeded) return fmt::format("job {}/{} succeeded{}{}", s.namespace_name, s.name, took, where);
+  std::string why = s.reason;
+  std::string tag;
+  if (s.failure) {
+    tag = s.failure->reason.empty() ? "" : " (" + s.failure->reason + ")";
+    if (s.failure->exit_code) {
+      why = fmt::format("container {} of pod {} exited with code {}{}", s.failure->container, s.failure->pod,
+                        *s.failure->exit_code,
+                        s.failure->termination_reason.empty() ? "" : " (" + s.failure->termination_reason + ")");
+    } else if (why.empty()) {
+      why = s.failure->message;
+    }
+  }
+  return fmt::format("job {}/{} failed{}{}{}: {}", s.namespace_name, s.name, tag, took, where,
+                     why.empty() ? "no reason given" : why);
+}
+
+std::string progress_line(const ops::JobSummary& s) {
+  std::string line = fmt::format("job {}/{}: {}", s.namespace_name, s.name, ops::to_string(s.phase));
+  if (!s.reason.empty()) line += ": " + s.reason;
+  if (s.phase == ops::JobPhase::running && !s.nodes.empty()) line += fmt::format(" on {}", fmt::join(s.nodes, ","));
+  return line;
+}
+
+Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const std::string& ns, const std::string& name,
+                                 const SubmitOptions& o, const ValidatedSubmit& v) {
+  auto& err = ctx.streams().err;
+  ops::JobWaitOptions wait;
+  wait.timeout = v.timeout;
+  wait.on_change = [&](const ops::JobSummary& s) { err << progress_line(s) << '\n' << std::flush; };
+  std::optional<ops::JobLogFollower> follower;
+  if (o.follow) {
+    ops::JobLogOptions logs;
+    logs.on_chunk = [&](std::string_view chunk) {
+      ctx.streams().out << chunk << std::flush;
+      return static_cast<bool>(ctx.streams().out);
+    };
+    logs.on_notice = [&](const std::string& text) { err << text << '\n' << std::flush; };
+    follower.emplace(client, ns, name, std::move(logs));
+    wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
+  }
+  auto result = ops::wait_for_job(client, ns, name, wait);
+  if (!result) {
+    if (result.error().code == Errc::timeout) {
+      return fail(result.error().with_context(fmt::format("job {}/{} is still running (gpuctl jobs -n {})", ns, name, ns)));
+    }
+    return fail(result.error());
+  }
+  bool succeeded = result->phase == ops::JobPhase::succeeded;
+  // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
+  auto& verdict_stream = (o.parsable || v.format || o.follow) ? err : ctx.streams().out;
+  verdict_stream << job_result_line(*result) << '\n';
+  return exit_code_for_job(succeeded, result->failure ? result->failure->reason : "",
+                           result->failure ? result->failure->exit_code : std::nullopt);
+}
+
+Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(ValidatedSubmit v, validate(o));
+  json manifest;
+  if (v.spec.from_manifest) {
+    GPUCTL_TRY_ASSIGN(manifest, read_manifest(o.filename));
+  }
+  // complete: the nodes say which label names the product and which taints mark the pools.
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(std::string ns, ctx.namespace_name());
+  bool explicit_namespace = !ctx.globals().namespace_name.empty();
+  if (v.spec.from_manifest && !explicit_namespace) {
+    if (auto manifest_ns = manifest.contains("metadata") ? manifest["metadata"].value("namespace", "") : "";
+        !manifest_ns.empty()) {
+      ns = manifest_ns;
+    }
+  }
+  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client->list(kube::paths::nodes()));
+  std::string resource = v.spec.from_manifest ? ops::requested_gpu_resource(manifest) : v.spec.gpu_resource;
+  if (resource.empty()) resource = std::string(ops::kGpuResource);
+  ops::GpuPlacement placement = ops::derive_gpu_placement(nodes.items, v.spec.gpu_type, resource);
+
+  ops::BuiltJob built;
+  if (v.spec.from_manifest) {
+    GPUCTL_TRY_ASSIGN(built, ops::complete_job(manifest, v.spec, placement, ns, explicit_namespace, o.filename));
+  } else {
+    GPUCTL_TRY_ASSIGN(built, ops::build_job(v.spec, placement, ns));
+  }
+  const std::string name = kube::name_of(built.job);
+  for (const auto& w : built.warnings) ctx.warn(w);
+
+  // pre-flight: refuse what can never run, before anything exists.
+  std::vector<ops::PreflightFinding> findings;
+  if (!placement.type_found) {
+    findings.push_back({"gpu-type", ops::FindingSeverity::refusal,
+                        fmt::format("no node offers GPU type {:?} ({}); the cluster has: {}", v.spec.gpu_type, resource,
+                                    placement.known_products.empty() ? std::string("no labelled GPU nodes")
+                                                                     : fmt::format("{}", fmt::join(placement.known_products, ", ")))});
+  }
+  GPUCTL_TRY_ASSIGN(ops::PreflightInput input, ops::collect_preflight_input(*client, built.job));
+  for (auto& f : ops::run_preflight(input)) findings.push_back(std::move(f));
+  bool refused = false;
+  for (const auto& f : findings) {
+    if (f.severity == ops::FindingSeverity::warning) {
+      ctx.warn(f.message);
+    } else if (o.force) {
+      ctx.warn("--force: submitting although " + f.message);
+    } else {
+      ctx.streams().err << "refused (" << f.check << "): " << f.message << '\n';
+      refused = true;
+    }
+  }
+  if (refused) {
+    ctx.streams().err << fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway\n",
+                                     ns, name);
+    return ExitCode::refused;
+  }
+
+  // run
+  auto& out = ctx.streams().out;
+  json sent = built.job;
+  if (v.dry_run != DryRun::client) {
+    GPUCTL_TRY_ASSIGN(sent, ops::send_job(*client, built.job, v.dry_run == DryRun::server));
+  }
+  const char* suffix = v.dry_run == DryRun::client ? " (dry run)" : v.dry_run == DryRun::server ? " (server dry run)" : "";
+  if (o.parsable) {
+    out << ns << '/' << name << '\n';
+  } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
+    out << render_structured(sent, *v.format);
+  } else if (v.format && *v.format == OutputFormat::name) {
+    out << "job.batch/" << name << '\n';
+  } else {
+    // The human summary: what will run where, and every default gpuctl chose.
+    auto& summary = o.follow ? ctx.streams().err : out;
+    summary << fmt::format("job {}/{} {}{}: {}\n", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
+                           suffix, gpu_phrase(built.job));
+    for (const auto& note : built.notes) summary << "  " << note << '\n';
+    if (v.dry_run == DryRun::server) summary << "  the API server admitted the Job and a pod built from its template\n";
+  }
+  if (!o.wait && !o.follow) return ExitCode::ok;
+  out << std::flush;
+  return wait_and_report(ctx, *client, ns, name, o, v);
+}
+
+}  // namespace
+
+void register_submit(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<SubmitOptions>();
+  auto& f = o->flags;
+  auto* cmd = app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
+  cmd->footer(fmt::format(R"(The Job gets, unless told otherwise:
+  GPU requests equal to limits, restartPolicy Never, backoffLimit {} (--backoff-limit),
+  a podFailurePolicy under which pods lost to drains, preemption or eviction are replaced without
+  counting as failures (--count-disruptions turns it off), ttlSecondsAfterFinished {} (a week;
+  --ttl-after-finished, or 'none' to keep finished jobs), and with --gpu-type a node selector on the
+  product label the cluster's nodes carry plus tolerations for the taints every node of that type
+  carries (read from the nodes, never hard-coded). A -f manifest is completed with the same defaults
+  where it says nothing; what it says stays.
+
+Before creating anything, gpuctl refuses (exit code 3, unless --force) a job that no schedulable
+node could ever hold, one the namespace's GPU quota or LimitRange would refuse, and one whose
+--volume claims are missing or not Bound. It warns when the GPUs exist but are busy now.
+
+--wait and --follow exit with the job's result: 0 when it succeeded, the failed container's exit
+code, 124 when it ran past --active-deadline, 125 when it failed with no exit code. While the job
+is pending they say why (the scheduler's verdict, quota refusals) on stderr.
+
+Examples:
+  # Eight A100s for a training run, waiting for the result
+  gpuctl submit bert-large -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --gpus 8 --gpu-type A100 \
+      --volume datasets:/data:ro --volume checkpoints:/ckpt --wait -- python train.py --epochs 3
+
+  # See the Job that would be created
+  gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi
+
+  # Check a manifest against the server (quota, LimitRange, strict field validation), create nothing
+  gpuctl submit -f job.yaml --dry-run=server
+
+  # In a script: the job's name, then its exit code
+  job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${{job%/*}}")",
+                          ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds));
+  cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+  cmd->add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
+  cmd->add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
+  cmd->add_option("--image", f.image, "Container image");
+  cmd->add_option("--gpus", f.gpus, "GPUs per pod (0 for a job without GPUs)");
+  cmd->add_option("--gpu-type", f.gpu_type, "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
+  cmd->add_option("--gpu-resource", f.gpu_resource, "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
+  cmd->add_option("--cpu", f.cpu, "CPU request per pod (e.g. 8, 500m)");
+  cmd->add_option("--memory", f.memory, "Memory request per pod (e.g. 64Gi)");
+  cmd->add_option("--cpu-limit", f.cpu_limit, "CPU limit per pod");
+  cmd->add_option("--memory-limit", f.memory_limit, "Memory limit per pod");
+  cmd->add_option("--env", f.env, "K=V environment variable (repeatable)");
+  cmd->add_option("--volume", f.volumes, "CLAIM:/path[:ro]: mount a PersistentVolumeClaim (repeatable)");
+  cmd->add_option("--backoff-limit", f.backoff_limit, fmt::format("Retries of failed pods before the job fails (default {})", ops::kDefaultBackoffLimit));
+  cmd->add_option("--ttl-after-finished", f.ttl_after_finished, "Delete the finished job and its pods after this long (default 7d; 'none' keeps them)");
+  cmd->add_option("--active-deadline", f.active_deadline, "Fail the job when it runs longer than this (e.g. 12h)");
+  cmd->add_option("--priority-class", f.priority_class, "PriorityClass of the pods");
+  cmd->add_option("--label", f.labels, "K=V label on the job and its pods (repeatable)");
+  cmd->add_option("--annotation", f.annotations, "K=V annotation on the job and its pods (repeatable)");
+  cmd->add_option("--colocate-with", f.colocate_with, "Label selector of pods this job's pods must share a node with");
+  cmd->add_option("--colocate-topology", f.colocate_topology, "Topology key for --colocate-with (default kubernetes.io/hostname)");
+  cmd->add_flag("--count-disruptions", f.count_disruptions, "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
+  add_dry_run_flag(*cmd, o->dry_run);
+  add_output_flag(*cmd, o->output, {"", "json", "yaml", "name"});
+  cmd->add_flag("--wait", o->wait, "Wait for the job to finish; exit with its result");
+  cmd->add_flag("--follow", o->follow, "Stream the job's logs until it finishes; exit with its result");
+  cmd->add_option("--timeout", o->timeout, "With --wait/--follow: give up waiting after this long (exit 1; the job keeps running)");
+  cmd->add_flag("--parsable", o->parsable, "Print only namespace/name");
+  cmd->add_flag("--force", o->force, "Submit even when a pre-flight check refuses (the refusals are printed as warnings)");
+  cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_submit(*o, ctx); }; });
+}
 
 }  // namespace gpuctl::cli

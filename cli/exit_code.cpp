@@ -23,4 +23,11 @@ ExitCode exit_code_of_container(int container_exit_code) {
   return static_cast<ExitCode>(container_exit_code);
 }
 
+ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std::optional<int> container_exit_code) {
+  if (succeeded) return ExitCode::ok;
+  if (failure_reason == "DeadlineExceeded") return ExitCode::job_deadline_exceeded;
+  if (container_exit_code) return exit_code_of_container(*container_exit_code);
+  return ExitCode::job_failed;
+}
+
 }  // namespace gpuctl::cli

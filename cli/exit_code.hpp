@@ -1,6 +1,9 @@
 #pragma once
 // gpuctl's exit-code contract, documented in README.md. Codes are chosen only here and in
 // run_cli; commands return an ExitCode or an Error.
+#include <optional>
+#include <string_view>
+
 #include "gpuctl/error.hpp"
 
 namespace gpuctl::cli {
@@ -20,6 +23,9 @@ enum class ExitCode : int {
 // job_failed, so a failed job never exits 0).
 ExitCode exit_code_of_container(int container_exit_code);
 
+// A finished job's result: 0 when it succeeded; job_deadline_exceeded when it ran out of time (its
+// last pod's code is then only the kill); the failed container's code; else job_failed.
+ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std::optional<int> container_exit_code);
 // invalid_argument is the user's input (2); everything else is a failure to carry out (1).
 ExitCode exit_code_for(const Error& error);
 
