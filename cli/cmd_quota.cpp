@@ -1,8 +1,386 @@
-// gpuctl quota: registered here; the command arrives in a following commit.
+// gpuctl quota: GPU quota per namespace (hard, used, free, LimitRange maxima, what admission held
+// back), quota keys Kubernetes never enforces, and quota set / delete / fix.
+#include <fmt/format.h>
+
 #include "commands.hpp"
+#include "common_flags.hpp"
+#include "output_format.hpp"
+#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/quota.hpp"
+#include "gpuctl/output/table.hpp"
 
 namespace gpuctl::cli {
+namespace {
 
-void register_quota(CLI::App& /*app*/, AppContext& /*ctx*/) {}
+using json = nlohmann::json;
+using output::Cell;
+using output::Style;
+
+struct QuotaOptions {
+  bool all_namespaces = false;
+  bool no_headers = false;
+  std::string output;
+};
+
+struct QuotaSetOptions {
+  std::string namespace_name;
+  std::string gpus;
+  std::string max_per_pod;
+  bool max_per_pod_given = false;
+  std::vector<std::string> resources;
+  std::string dry_run;
+  std::string output;
+};
+
+struct QuotaDeleteOptions {
+  std::string namespace_name;
+  std::string dry_run;
+};
+
+struct QuotaFixOptions {
+  std::string namespace_name;
+  std::string dry_run;
+  std::string output;
+};
+
+std::string lower(std::string s) {
+  for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string short_resource(const std::string& r) {
+  return r.starts_with(ops::kNvidiaResourcePrefix) ? r.substr(ops::kNvidiaResourcePrefix.size()) : r;
+}
+
+// "[######----]": used of hard in ten steps.
+Cell usage_bar(std::int64_t used, std::int64_t hard) {
+  constexpr int kWidth = 10;
+  int filled = hard <= 0 ? (used > 0 ? kWidth : 0)
+                         : static_cast<int>(std::min<std::int64_t>(kWidth, (used * kWidth + hard - 1) / hard));
+  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '-') + "]";
+  Style style = used > hard ? Style::bad : used == hard && hard > 0 ? Style::warn : Style::plain;
+  return Cell(bar, style);
+}
+
+std::string max_text(const ops::NamespaceQuotaView& v, const std::string& resource) {
+  auto m = v.max_per_pod(resource);
+  if (!m) return "-";
+  return m->type == "Pod" ? std::to_string(m->max) : fmt::format("{}/container", m->max);
+}
+
+std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, bool color) {
+  std::vector<std::string> columns = {"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "FREE", "USAGE", "MAX/POD", "HELD-BACK"};
+  if (wide) {
+    columns.emplace_back("SCOPED");
+    columns.emplace_back("MANAGED-BY");
+  }
+  output::Table table(columns);
+  for (const auto& v : list.items) {
+    const std::string held = std::to_string(v.held_back.size());
+    const Style held_style = v.held_back.empty() ? Style::plain : Style::warn;
+    auto requested = [&](const std::string& r) {
+      auto it = v.requested.find(r);
+      return it == v.requested.end() ? std::int64_t{0} : it->second;
+    };
+    for (const auto& q : v.quotas) {
+      for (const auto& r : q.resources) {
+        std::vector<Cell> row = {v.namespace_name, q.name, short_resource(r.resource)};
+        if (!r.enforced) {
+          row.insert(row.end(), {std::to_string(requested(r.resource)), std::to_string(r.hard), "-",
+                                 Cell("NOT ENFORCED (" + r.key + ")", Style::bad)});
+        } else if (!r.used) {
+          row.insert(row.end(), {"?", std::to_string(r.hard), "?", Cell("not counted yet", Style::dim)});
+        } else {
+          row.insert(row.end(), {std::to_string(*r.used), std::to_string(r.hard), std::to_string(*r.free()),
+                                 usage_bar(*r.used, r.hard)});
+        }
+        row.emplace_back(max_text(v, r.resource));
+        row.emplace_back(held, held_style);
+        if (wide) {
+          row.emplace_back(q.scoped ? "yes" : "no");
+          row.emplace_back(q.managed_by_gpuctl ? "gpuctl" : "-");
+        }
+        table.add_row(std::move(row));
+      }
+    }
+    if (v.quotas.empty()) {
+      std::map<std::string, std::int64_t> shown = v.requested;
+      if (shown.empty()) shown[std::string(ops::kGpuResource)] = 0;
+      for (const auto& [resource, n] : shown) {
+        std::vector<Cell> row = {v.namespace_name, "<none>", short_resource(resource), std::to_string(n), "-", "-",
+                                 Cell("no quota", Style::dim), max_text(v, resource), Cell(held, held_style)};
+        if (wide) {
+          row.emplace_back("-");
+          row.emplace_back("-");
+        }
+        table.add_row(std::move(row));
+      }
+    }
+  }
+  std::string text = table.render({headers, color});
+  std::vector<std::string> held_lines;
+  for (const auto& v : list.items) {
+    for (const auto& h : v.held_back) {
+      std::string when = h.last_seen.empty() ? "" : ", last " + h.last_seen;
+      held_lines.push_back(fmt::format("  {} {}/{}: {} ({} time{}{})", v.namespace_name, h.kind.empty() ? "object" : lower(h.kind),
+                                       h.name, h.reason, h.count, h.count == 1 ? "" : "s", when));
+    }
+  }
+  if (headers && !held_lines.empty()) text += fmt::format("\nHeld back by admission:\n{}\n", fmt::join(held_lines, "\n"));
+  return text;
+}
+
+std::string dry_run_suffix(DryRun d) {
+  return d == DryRun::client ? " (dry run)" : d == DryRun::server ? " (server dry run)" : "";
+}
+
+kube::WriteOptions write_options(DryRun d) {
+  kube::WriteOptions w;
+  w.dry_run = d == DryRun::server;
+  w.field_manager = "gpuctl";
+  return w;
+}
+
+json list_of(std::vector<json> items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}}; }
+
+Result<OutputFormat> write_output_format(const std::string& text) {
+  if (text == "text" || text.empty()) return OutputFormat::table;
+  return parse_output_format(text);
+}
+
+Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  ops::QuotaViewOptions options;
+  options.all_namespaces = o.all_namespaces;
+  if (!o.all_namespaces) {
+    GPUCTL_TRY_ASSIGN(options.namespace_name, ctx.namespace_name());
+  }
+  // run
+  GPUCTL_TRY_ASSIGN(ops::GpuQuotaList list, ops::collect_quota_view(*client, options));
+  for (const auto& w : list.warnings) ctx.warn(w);
+  for (const auto& f : list.findings()) ctx.warn(f.message);
+  auto& out = ctx.streams().out;
+  switch (format) {
+    case OutputFormat::json:
+    case OutputFormat::yaml:
+      out << render_structured(ops::to_json(list), format);
+      break;
+    case OutputFormat::name:
+      for (const auto& v : list.items) {
+        for (const auto& q : v.quotas) out << "resourcequota/" << q.name << '\n';
+      }
+      break;
+    case OutputFormat::table:
+    case OutputFormat::wide:
+      if (list.items.empty()) {
+        ctx.streams().err << "No GPU quota or GPU usage found in any namespace.\n";
+        break;
+      }
+      out << quota_table(list, format == OutputFormat::wide, !o.no_headers, ctx.color());
+      break;
+  }
+  return ExitCode::ok;
+}
+
+Result<std::string> namespace_argument(const std::string& positional, AppContext& ctx, const char* usage) {
+  std::string ns = positional.empty() ? ctx.globals().namespace_name : positional;
+  if (ns.empty()) return fail(Errc::invalid_argument, fmt::format("give the namespace: {}", usage));
+  if (!positional.empty() && !ctx.globals().namespace_name.empty() && ctx.globals().namespace_name != positional) {
+    return fail(Errc::invalid_argument, fmt::format("the namespace is given twice (\"{}\" and -n {}): give it once",
+                                                    positional, ctx.globals().namespace_name));
+  }
+  return ns;
+}
+
+Result<ExitCode> run_quota_set(const QuotaSetOptions& o, AppContext& ctx) {
+  // validate (no I/O)
+  GPUCTL_TRY_ASSIGN(std::string ns, namespace_argument(o.namespace_name, ctx, "gpuctl quota set NS --gpus N"));
+  if (o.gpus.empty()) return fail(Errc::invalid_argument, "--gpus is required: the GPUs the namespace may request in all (e.g. --gpus 8)");
+  GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
+  GPUCTL_TRY_ASSIGN(OutputFormat format, write_output_format(o.output));
+  std::optional<std::string_view> max;
+  if (o.max_per_pod_given) max = o.max_per_pod;
+  GPUCTL_TRY_ASSIGN(ops::QuotaSpec spec, ops::parse_quota_spec(ns, o.gpus, max, o.resources));
+  // complete
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  // run
+  GPUCTL_TRY_ASSIGN(ops::SetResult result, ops::set_quota(*client, spec, dry_run == DryRun::client, write_options(dry_run)));
+  for (const auto& w : result.warnings) ctx.warn(w);
+  auto& out = ctx.streams().out;
+  if (format == OutputFormat::json || format == OutputFormat::yaml) {
+    std::vector<json> items;
+    for (const auto& r : result.objects) items.push_back(r.result);
+    out << render_structured(list_of(std::move(items)), format);
+    return ExitCode::ok;
+  }
+  for (const auto& r : result.objects) {
+    out << fmt::format("{}/{} {}{}{}\n", lower(r.plan.kind), r.plan.name, ops::to_string(r.plan.action),
+                       r.plan.summary.empty() ? "" : ": " + r.plan.summary, dry_run_suffix(dry_run));
+  }
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_quota_delete(const QuotaDeleteOptions& o, AppContext& ctx) {
+  GPUCTL_TRY_ASSIGN(std::string ns, namespace_argument(o.namespace_name, ctx, "gpuctl quota delete NS"));
+  if (auto p = ops::namespace_name_problem(ns); !p.empty()) {
+    return fail(Errc::invalid_argument, fmt::format("namespace \"{}\": {}", ns, p));
+  }
+  GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(ops::DeleteResult result, ops::delete_quota(*client, ns, dry_run == DryRun::client, write_options(dry_run)));
+  for (const auto& item : result.items) {
+    if (item.deleted) ctx.streams().out << fmt::format("{}/{} deleted{}\n", lower(item.kind), item.name, dry_run_suffix(dry_run));
+  }
+  return ExitCode::ok;
+}
+
+Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
+  std::string ns = o.namespace_name.empty() ? ctx.globals().namespace_name : o.namespace_name;
+  if (!ns.empty()) {
+    if (auto p = ops::namespace_name_problem(ns); !p.empty()) {
+      return fail(Errc::invalid_argument, fmt::format("namespace \"{}\": {}", ns, p));
+    }
+  }
+  GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
+  GPUCTL_TRY_ASSIGN(OutputFormat format, write_output_format(o.output));
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(ops::FixResult result, ops::fix_quotas(*client, ns, dry_run == DryRun::client, write_options(dry_run)));
+  auto& out = ctx.streams().out;
+  std::vector<std::string> failed;
+  std::vector<json> items;
+  for (const auto& item : result.items) {
+    const std::string id = item.plan.namespace_name + "/" + item.plan.quota;
+    if (item.error) {
+      ctx.streams().err << fmt::format("error: resourcequota {}: {}\n", id, item.error->message);
+      failed.push_back(id);
+      continue;
+    }
+    items.push_back(item.result);
+    if (format == OutputFormat::table) {
+      out << fmt::format("resourcequota/{} configured (namespace {}): {}{}\n", item.plan.quota, item.plan.namespace_name,
+                         fmt::join(item.plan.changes, ", "), dry_run_suffix(dry_run));
+    }
+  }
+  if (format == OutputFormat::json || format == OutputFormat::yaml) out << render_structured(list_of(std::move(items)), format);
+  if (result.items.empty() && format == OutputFormat::table) {
+    out << fmt::format("No quota with GPU keys Kubernetes does not enforce in {}.\n", ns.empty() ? "any namespace" : "namespace " + ns);
+  }
+  if (!failed.empty()) {
+    ctx.streams().err << fmt::format("error: {} of {} quota(s) failed: {}\n", failed.size(), result.items.size(), fmt::join(failed, ", "));
+    return ExitCode::failure;
+  }
+  return ExitCode::ok;
+}
+
+}  // namespace
+
+void register_quota(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<QuotaOptions>();
+  auto* cmd = app.add_subcommand("quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
+  cmd->footer(R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
+(and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
+kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
+Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission refused, listed
+below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
+Quota keys Kubernetes accepts but never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) are
+flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.
+
+Examples:
+  # The current namespace
+  gpuctl quota
+
+  # Every namespace with a GPU quota or GPU pods, with scopes and owners
+  gpuctl quota -A -o wide
+
+  # The stable JSON schema (kind GPUQuotaList) for scripts
+  gpuctl quota -n team-a -o json | jq '.items[].quotas[].resources[] | {key, used, hard}'
+
+  # Cap team-a at 8 GPUs, at most 4 per pod
+  gpuctl quota set team-a --gpus 8 --max-per-pod 4)");
+  cmd->fallthrough();
+  cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
+  cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no held-back list (for scripts)");
+  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+
+  auto s = std::make_shared<QuotaSetOptions>();
+  auto* set = cmd->add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
+  set->footer(R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
+for each --resource (the requests. keys are the only ones Kubernetes enforces for extended
+resources), and with --max-per-pod the LimitRange gpuctl-gpu-limits (type Pod and Container max
+nvidia.com/gpu: M; containers without a GPU limit default to 0, as LimitRanger would refuse them
+otherwise). Both carry app.kubernetes.io/managed-by=gpuctl; other quotas are never touched.
+Idempotent: "unchanged" when nothing differs, "configured" when it did. --resource is the whole
+list: a resource left out of a later call is dropped from the quota. Without --max-per-pod an
+existing gpuctl LimitRange is left as it is ('gpuctl quota delete' removes both). A value below
+current use warns: running pods stay, new ones are refused.
+
+Examples:
+  # 8 GPUs for team-a, at most 4 per pod
+  gpuctl quota set team-a --gpus 8 --max-per-pod 4
+
+  # Whole GPUs and MIG slices
+  gpuctl quota set team-b --gpus 2 --resource nvidia.com/mig-1g.10gb=7
+
+  # The objects that would be sent
+  gpuctl quota set team-a --gpus 8 --dry-run=client -o yaml)");
+  set->fallthrough();
+  set->add_option("namespace", s->namespace_name, "NS");
+  set->add_option("--gpus", s->gpus, "requests.nvidia.com/gpu: the GPUs all pods of the namespace may request together");
+  auto* max = set->add_option("--max-per-pod", s->max_per_pod, "The most GPUs one pod (and one container) may request (a LimitRange)");
+  set->add_option("--resource", s->resources, "Another extended resource to cap, NAME=COUNT (e.g. nvidia.com/mig-1g.10gb=7); repeatable");
+  add_dry_run_flag(*set, s->dry_run);
+  set->add_option("-o,--output", s->output, "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)")
+      ->check(CLI::IsMember({"text", "json", "yaml"}));
+  set->callback([s, max, &ctx] {
+    s->max_per_pod_given = max->count() > 0;
+    ctx.run = [s, &ctx] { return run_quota_set(*s, ctx); };
+  });
+
+  auto d = std::make_shared<QuotaDeleteOptions>();
+  auto* del = cmd->add_subcommand("delete", "Delete the GPU quota and LimitRange gpuctl created in a namespace");
+  del->footer(R"(Deletes resourcequota/gpuctl-gpu-quota and limitrange/gpuctl-gpu-limits (only with the label
+app.kubernetes.io/managed-by=gpuctl, with a uid precondition). Quotas gpuctl did not create are
+never deleted; when neither object is there, the error names the quotas that are.
+
+Examples:
+  # Remove team-a's GPU cap
+  gpuctl quota delete team-a
+
+  # What would be deleted
+  gpuctl quota delete team-a --dry-run)");
+  del->fallthrough();
+  del->add_option("namespace", d->namespace_name, "NS");
+  add_dry_run_flag(*del, d->dry_run);
+  del->callback([d, &ctx] { ctx.run = [d, &ctx] { return run_quota_delete(*d, ctx); }; });
+
+  auto f = std::make_shared<QuotaFixOptions>();
+  auto* fix = cmd->add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
+  fix->footer(R"(For every ResourceQuota (in NS, else -n, else every namespace) whose spec.hard has nvidia.com/*
+keys without the requests. prefix (nvidia.com/gpu, limits.nvidia.com/gpu), rewrites them to
+requests.<resource>. When the requests. key is there too, the smaller (stricter) value is kept.
+Each quota is replaced with its resourceVersion, so a concurrent change is never lost (gpuctl
+reads it again and re-plans). One failed quota does not stop the others (exit code 1).
+
+Examples:
+  # What would change, in every namespace
+  gpuctl quota fix --dry-run
+
+  # Fix team-a's quotas
+  gpuctl quota fix team-a)");
+  fix->fallthrough();
+  fix->add_option("namespace", f->namespace_name, "NS");
+  add_dry_run_flag(*fix, f->dry_run);
+  fix->add_option("-o,--output", f->output, "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)")
+      ->check(CLI::IsMember({"text", "json", "yaml"}));
+  fix->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_quota_fix(*f, ctx); }; });
+
+  cmd->callback([o, cmd, set, del, fix, &ctx] {
+    if (cmd->got_subcommand(set) || cmd->got_subcommand(del) || cmd->got_subcommand(fix)) return;
+    ctx.run = [o, &ctx] { return run_quota(*o, ctx); };
+  });
+}
 
 }  // namespace gpuctl::cli
