@@ -194,7 +194,7 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
                                     placement.known_products.empty() ? std::string("no labelled GPU nodes")
                                                                      : fmt::format("{}", fmt::join(placement.known_products, ", ")))});
   }
-  GPUCTL_TRY_ASSIGN(ops::PreflightInput input, ops::collect_preflight_input(*client, built.job));
+  GPUCTL_TRY_ASSIGN(ops::PreflightInput input, ops::collect_preflight_input(*client, built.job, &nodes.items));
   for (auto& f : ops::run_preflight(input)) findings.push_back(std::move(f));
   bool refused = false;
   for (const auto& f : findings) {

@@ -108,13 +108,17 @@ bool has_refusal(const std::vector<PreflightFinding>& findings) {
                      [](const auto& f) { return f.severity == FindingSeverity::refusal; });
 }
 
-Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job) {
+Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job, const std::vector<json>* known_nodes) {
   PreflightInput input;
   input.job = job;
   const std::string ns = job_namespace(job);
 
-  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes()));
-  input.nodes = std::move(nodes.items);
+  if (known_nodes) {
+    input.nodes = *known_nodes;
+  } else {
+    GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes()));
+    input.nodes = std::move(nodes.items);
+  }
 
   kube::ListOptions bound;
   bound.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";

@@ -92,7 +92,10 @@ std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input);
 // and status.phase; a 403 clears pods_listed), the namespace's quotas and limit ranges, the
 // claims named by the template (NotFound = absent from the map, other errors fail), their
 // storage classes (NotFound = absent, 403 = unreadable_storage_classes, other errors fail).
-Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job);
+// `known_nodes`: the nodes the caller already listed (submit reads them to place the job), so
+// thousands of nodes are not listed twice.
+Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job,
+                                               const std::vector<json>* known_nodes = nullptr);
 
 // The Pod the job's first pod would be, for POST pods?dryRun=All: apiVersion v1, kind Pod,
 // template metadata (labels, annotations) and spec, metadata.generateName "<job>-", the job's
