@@ -141,12 +141,7 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
     wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
   }
   auto result = ops::wait_for_job(client, ns, name, wait);
-  if (!result) {
-    if (result.error().code == Errc::timeout) {
-      return fail(result.error().with_context(fmt::format("job {}/{} is still running (gpuctl jobs -n {})", ns, name, ns)));
-    }
-    return fail(result.error());
-  }
+  if (!result) return fail(result.error());  // a timeout's message says the job keeps running
   bool succeeded = result->phase == ops::JobPhase::succeeded;
   // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
   auto& verdict_stream = (o.parsable || v.format || o.follow) ? err : ctx.streams().out;

@@ -396,3 +396,19 @@ TEST_CASE("ops::wait_for_job polls until the Job has a Complete or Failed condit
     CHECK(sleeps.empty());
   }
 }
+
+TEST_CASE("ops::parse_scheduling_message reads the 1.36 scheduler's message with text before preemption", "[job-status]") {
+  // Recorded from kube-scheduler v1.36.3 in the e2e cluster (a pod asking for 64 GPUs).
+  auto v = gpuctl::ops::parse_scheduling_message(
+      "0/248 nodes are available: 1 node(s) were unschedulable, 247 Insufficient nvidia.com/gpu. no new claims to "
+      "deallocate, preemption: 0/248 nodes are available: 248 Preemption is not helpful for scheduling.");
+  REQUIRE(v);
+  CHECK(v->total == 248);
+  REQUIRE(v->reasons.size() == 2);
+  CHECK(v->reasons[1].nodes == 247);
+  CHECK(v->reasons[1].reason == "Insufficient nvidia.com/gpu");
+  CHECK(v->preemption.starts_with("0/248"));
+  CHECK(gpuctl::ops::explain_scheduling(*v) ==
+        "no node can take it now (248 nodes): 1 is cordoned (unschedulable), 247 have too few free nvidia.com/gpu; "
+        "preempting lower-priority pods would not help");
+}

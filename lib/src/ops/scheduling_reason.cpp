@@ -151,10 +151,13 @@ std::optional<SchedulingVerdict> parse_scheduling_message(std::string_view messa
     v.total = *total;
     auto rest = message.substr(at + kAvailable.size());
     rest = rest.substr(0, rest.find('\n'));
-    auto pre = rest.find(kPreemption);
+    // The filter verdict ends at the first ". " before "preemption: "; 1.36 puts more between
+    // them ("... nvidia.com/gpu. no new claims to deallocate, preemption: 0/248 nodes ...").
+    auto pre = rest.find(kPreemption.substr(2));
     if (pre != std::string_view::npos) {
-      v.preemption = std::string(trim_end_marks(rest.substr(pre + kPreemption.size())));
-      rest = rest.substr(0, pre);
+      v.preemption = std::string(trim_end_marks(rest.substr(pre + kPreemption.size() - 2)));
+      auto sentence_end = rest.substr(0, pre).find(". ");
+      rest = rest.substr(0, sentence_end == std::string_view::npos ? pre : sentence_end);
     }
     v.reasons = split_entries(trim_end_marks(rest));
     return v;
