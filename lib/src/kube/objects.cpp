@@ -1,7 +1,6 @@
 #include "gpuctl/kube/objects.hpp"
 
 namespace gpuctl::kube {
-namespace {
 
 const json& field(const json& object, std::string_view a) {
   static const json kNull;
@@ -14,6 +13,8 @@ std::string string_field(const json& object, std::string_view a) {
   const json& v = field(object, a);
   return v.is_string() ? v.get<std::string>() : std::string();
 }
+
+namespace {
 
 void add_into(ResourceList& into, const ResourceList& add) {
   for (const auto& [name, q] : add) into[name] += q;

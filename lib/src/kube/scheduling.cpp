@@ -8,18 +8,6 @@
 namespace gpuctl::kube {
 namespace {
 
-const json& field(const json& object, std::string_view key) {
-  static const json null_json;
-  if (!object.is_object()) return null_json;
-  auto it = object.find(key);
-  return it == object.end() ? null_json : *it;
-}
-
-std::string string_field(const json& object, std::string_view key) {
-  const json& v = field(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 std::vector<std::string> string_values(const json& requirement) {
   std::vector<std::string> out;
   const json& values = field(requirement, "values");

@@ -19,12 +19,7 @@ namespace {
 
 constexpr std::string_view kRequestsPrefix = "requests.";
 
-const json& field(const json& object, const char* key) {
-  static const json null_value;
-  if (!object.is_object()) return null_value;
-  auto it = object.find(key);
-  return it == object.end() ? null_value : *it;
-}
+using kube::field;
 
 std::string text(const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
 

@@ -14,18 +14,6 @@
 namespace gpuctl::ops {
 namespace preflight_detail {
 
-const json& field(const json& object, std::string_view key) {
-  static const json null_json;
-  if (!object.is_object()) return null_json;
-  auto it = object.find(key);
-  return it == object.end() ? null_json : *it;
-}
-
-std::string string_field(const json& object, std::string_view key) {
-  const json& v = field(object, key);
-  return v.is_string() ? v.get<std::string>() : std::string();
-}
-
 const json& pod_template(const json& job) { return field(field(job, "spec"), "template"); }
 const json& pod_spec(const json& job) { return field(pod_template(job), "spec"); }
 

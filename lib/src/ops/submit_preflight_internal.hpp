@@ -13,9 +13,8 @@
 
 namespace gpuctl::ops::preflight_detail {
 
-// object[key], or a null json when object is not an object or lacks the key.
-const json& field(const json& object, std::string_view key);
-std::string string_field(const json& object, std::string_view key);
+using kube::field;
+using kube::string_field;
 
 // job.spec.template (with metadata and spec) and job.spec.template.spec.
 const json& pod_template(const json& job);

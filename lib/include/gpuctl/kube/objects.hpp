@@ -16,6 +16,12 @@ namespace gpuctl::kube {
 using json = nlohmann::json;
 using ResourceList = std::map<std::string, Quantity>;
 
+// object[key], or a null value when `object` is not an object or lacks the key: chains of
+// field(field(pod, "spec"), "containers") never throw on malformed objects.
+const json& field(const json& object, std::string_view key);
+// object[key] when it is a string, else "".
+std::string string_field(const json& object, std::string_view key);
+
 // metadata.name / metadata.namespace, or "" when absent.
 std::string name_of(const json& object);
 std::string namespace_of(const json& object);
