@@ -12,6 +12,9 @@ whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH.
     cluster.py ssh-mode    --state-dir DIR NODE MODE [--gpu-index N]
     cluster.py cut|uncut   --state-dir DIR NODE
     cluster.py env         --state-dir DIR
+    cluster.py restart-apiserver --state-dir DIR [--down-for SECONDS]
+    cluster.py pause|resume --state-dir DIR COMPONENT
+    cluster.py mint-cert   --state-dir DIR NAME [--subject S] [--not-before D] [--not-after D]
     cluster.py status      --state-dir DIR
 
 Importable too: `cluster.Cluster(state_dir).apply_fleet_text(yaml_text)` and so on.  See README.md
@@ -1422,6 +1425,133 @@ class Cluster:
             self.save()
         return n
 
+    # -- faults (tests/e2e/test_faults.py) ---------------------------------------------------------
+
+    def component_argv(self, name):
+        """The argv a control-plane component runs with, remembered in the state so that a stopped
+        one can be started again exactly as before."""
+        cmds = self.state.setdefault("cmds", {})
+        pid = self.state["procs"].get(name)
+        if self.ours(pid):
+            raw = Path("/proc/%d/cmdline" % pid).read_bytes()
+            cmds[name] = [a.decode() for a in raw.split(b"\0")[:-1]]
+        if name not in cmds:
+            raise ClusterError("%s is not running and its command line was never recorded" % name)
+        return cmds[name]
+
+    def stop_component(self, name, sig=signal.SIGKILL):
+        """Stops one component (SIGKILL: a crash; SIGTERM: a clean shutdown). Other suites' clusters
+        are not touched: only the pid recorded in this state dir."""
+        if name not in PROC_ORDER:
+            raise ClusterError("unknown component %r (one of %s)" % (name, ", ".join(PROC_ORDER)))
+        with self.locked():
+            self.require_running()
+            self.component_argv(name)
+            pid = self.state["procs"].get(name)
+            if self.ours(pid):
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGCONT)   # a paused process would never handle SIGTERM
+                    os.kill(pid, sig)
+                deadline = time.time() + 15
+                while pid_alive(pid) and time.time() < deadline:
+                    time.sleep(0.05)
+                if pid_alive(pid):
+                    kill_pids([pid], grace=0)
+            self.state["procs"][name] = None
+            self.save()
+        log("%s stopped (signal %d)" % (name, sig))
+
+    def start_component(self, name, timeout=120):
+        """Starts a stopped component again with its recorded argv; for the apiserver, waits for
+        /readyz (the kubeconfigs stay valid: same port, same certificates)."""
+        t = time.time()
+        with self.locked():
+            self.require_running()
+            if self.ours(self.state["procs"].get(name)):
+                raise ClusterError("%s is already running (pid %d)" % (name, self.state["procs"][name]))
+            argv = self.component_argv(name)
+            self.state["procs"][name] = self.spawn(name, argv)
+            self.save()
+        if name == "kube-apiserver":
+            def readyz():
+                code, _ = self.api("GET", "/readyz", ok=None, timeout=5)
+                return code == 200
+            self.wait("kube-apiserver /readyz after a restart", readyz, timeout, interval=0.2, logs=["kube-apiserver.log"])
+        log("%s started again (%.1fs)" % (name, time.time() - t))
+
+    def restart_apiserver(self, down_for=0.0, sig=signal.SIGKILL, timeout=120):
+        """kube-apiserver killed (a crash by default) and started again after `down_for` seconds;
+        returns once /readyz answers 200 again."""
+        self.stop_component("kube-apiserver", sig)
+        time.sleep(down_for)
+        self.start_component("kube-apiserver", timeout)
+
+    def pause_component(self, name, paused=True):
+        """SIGSTOP / SIGCONT: the process keeps its sockets but answers nothing (etcd paused: the
+        apiserver's requests to it hang)."""
+        with self.locked():
+            self.require_running()
+            pid = self.state["procs"].get(name)
+            if not self.ours(pid):
+                raise ClusterError("%s is not running" % name)
+            os.kill(pid, signal.SIGSTOP if paused else signal.SIGCONT)
+        log("%s %s" % (name, "paused" if paused else "resumed"))
+
+    def set_extra_tokens(self, entries):
+        """Static bearer tokens besides the `token` context's: entries of (token, user, uid, groups).
+        The apiserver reads tokens.csv only when it starts: restart it to apply (a token removed
+        here is then revoked, which is how tests rotate credentials)."""
+        with self.locked():
+            self.require_running()
+            self.state["extra_tokens"] = [list(e) for e in entries]
+            lines = ['%s,token-user,uid-gpuctl-token-user,"gpuctl-e2e:token-users"' % self.state["tokens"]["token"]]
+            for token, user, uid, groups in entries:
+                lines.append('%s,%s,%s,"%s"' % (token, user, uid, ",".join(groups)))
+            write_file(self.pki / "tokens.csv", "\n".join(lines) + "\n", 0o600)
+            self.save()
+
+    def mint_client_cert(self, name, subject, not_before, not_after):
+        """A client certificate signed by the cluster's CA with the given validity (openssl ca
+        dates, YYYYMMDDHHMMSSZ: already expired, not yet valid...), and a kubeconfig using it;
+        returns the kubeconfig's path."""
+        with self.locked():
+            self.require_running()
+            M = self.pki / "minted"
+            M.mkdir(exist_ok=True)
+            if not (M / "serial").exists():
+                (M / "serial").write_text("%016x\n" % random.getrandbits(63))
+                (M / "index.txt").write_text("")
+            (M / "ca.cnf").write_text(
+                "[ca]\ndefault_ca = minted\n[minted]\ndatabase = %s\nnew_certs_dir = %s\nserial = %s\n"
+                "default_md = sha256\npolicy = any\nunique_subject = no\ncopy_extensions = none\n"
+                "[any]\ncommonName = supplied\norganizationName = optional\n"
+                "[client]\nbasicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature,keyEncipherment\n"
+                "extendedKeyUsage = clientAuth\n" % (M / "index.txt", M, M / "serial"))
+            key, csr, crt = M / (name + ".key"), M / (name + ".csr"), M / (name + ".crt")
+            self.genkey(key, "rsa-pkcs8")
+            os.chmod(key, 0o600)
+            run(["openssl", "req", "-new", "-key", str(key), "-subj", subject, "-config", str(self.pki / "req.cnf"),
+                 "-out", str(csr)])
+            run(["openssl", "ca", "-batch", "-notext", "-config", str(M / "ca.cnf"), "-cert", str(self.pki / "ca.crt"),
+                 "-keyfile", str(self.pki / "ca.key"), "-extensions", "client", "-startdate", not_before,
+                 "-enddate", not_after, "-in", str(csr), "-out", str(crt)])
+            return self.write_cert_kubeconfig(name, crt, key)
+
+    def write_cert_kubeconfig(self, name, crt, key):
+        import base64
+        b64 = lambda p: base64.b64encode(Path(p).read_bytes()).decode()  # noqa: E731
+        cfg = {
+            "apiVersion": "v1", "kind": "Config", "current-context": name,
+            "clusters": [{"name": "gpuctl-e2e", "cluster": {
+                "server": "https://127.0.0.1:%d" % self.state["ports"]["apiserver"],
+                "certificate-authority-data": b64(self.pki / "ca.crt")}}],
+            "users": [{"name": name, "user": {"client-certificate-data": b64(crt), "client-key-data": b64(key)}}],
+            "contexts": [{"name": name, "context": {"cluster": "gpuctl-e2e", "user": name, "namespace": "default"}}],
+        }
+        path = self.dir / "kubeconfigs" / ("minted-%s.yaml" % name)
+        write_file(path, need_yaml().safe_dump(cfg, sort_keys=False), 0o600)
+        return path
+
     # -- down --------------------------------------------------------------------------------------
 
     def down(self):
@@ -1606,6 +1736,17 @@ def main(argv=None):
     p.add_argument("node")
     p = add("uncut", "undo cut")
     p.add_argument("node")
+    p = add("restart-apiserver", "kill kube-apiserver (a crash) and start it again with the same flags")
+    p.add_argument("--down-for", type=float, default=0.0, help="seconds to stay down (default 0)")
+    p = add("pause", "SIGSTOP a control-plane component (etcd paused: apiserver requests hang)")
+    p.add_argument("component", choices=PROC_ORDER)
+    p = add("resume", "SIGCONT a paused component")
+    p.add_argument("component", choices=PROC_ORDER)
+    p = add("mint-cert", "a client certificate from the cluster's CA with chosen dates, in a kubeconfig of its own")
+    p.add_argument("name")
+    p.add_argument("--subject", default="/O=system:masters/CN=minted")
+    p.add_argument("--not-before", default="20200101000000Z", help="openssl ca date (default: 2020-01-01)")
+    p.add_argument("--not-after", default="20200102000000Z", help="openssl ca date (default: 2020-01-02, expired)")
     add("env", "print shell export lines")
     add("status", "print whether the cluster runs, and cluster.json's path")
     a = ap.parse_args(argv)
@@ -1624,6 +1765,12 @@ def main(argv=None):
         elif a.cmd in ("cut", "uncut"):
             n = c.set_cut(a.node, a.cmd == "cut")
             print("%s: InternalIP %s (%s)" % (n["name"], n["internal_ip"], "cut off" if n["cut"] else "reachable"))
+        elif a.cmd == "restart-apiserver":
+            c.restart_apiserver(a.down_for)
+        elif a.cmd in ("pause", "resume"):
+            c.pause_component(a.component, a.cmd == "pause")
+        elif a.cmd == "mint-cert":
+            print(c.mint_client_cert(a.name, a.subject, a.not_before, a.not_after))
         elif a.cmd == "env":
             sys.stdout.write(c.env_lines())
         elif a.cmd == "status":

@@ -342,6 +342,37 @@ def api_curl(path, method="GET", identity="admin", data=None, content_type="appl
     return int(code), body
 
 
+def private_cluster(name, fleet_text=None):
+    """Starts a cluster of the calling suite's own, in `<GPUCTL_E2E_STATE>-<name>` (ctest: next to
+    the shared one, in the build directory), and points every helper here at it. For suites that
+    disrupt the control plane (apiserver restarts, etcd paused), which must never hit the shared
+    cluster. Ports, cluster id, addresses and network namespace are chosen per cluster, so it runs
+    beside the shared one. Returns a function that stops it (logs kept in <dir>-logs) and points
+    the helpers back."""
+    shared = os.environ.get("GPUCTL_E2E_STATE")
+    base = Path(shared) if shared else Path(os.environ.get("TMPDIR", "/tmp")) / "gpuctl-e2e"
+    d = Path(str(base) + "-" + name)
+    c = _cluster.Cluster(d)
+    try:
+        c.up()
+        os.environ["GPUCTL_E2E_STATE"] = str(d)
+        if fleet_text:
+            apply_fleet(fleet_text, source=name + " fleet")
+    except BaseException:
+        c.down()
+        raise
+
+    def stop():
+        try:
+            c.down()
+        finally:
+            if shared is None:
+                os.environ.pop("GPUCTL_E2E_STATE", None)
+            else:
+                os.environ["GPUCTL_E2E_STATE"] = shared
+    return stop
+
+
 class TestCase(unittest.TestCase):
     """unittest.TestCase with a namespace() helper that cleans up after passing tests (failed
     tests keep theirs for debugging; the cluster is thrown away at the end anyway)."""
