@@ -70,6 +70,7 @@ class Load:
         self.stop = threading.Event()
         self.codes = {}
         self.levels = set()   # X-Kubernetes-PF-PriorityLevel-UID of the answers
+        self.retry_after = set()   # Retry-After of the 429s
         self.threads = [threading.Thread(target=self.loop, daemon=True) for _ in range(threads)]
         for t in self.threads:
             t.start()
@@ -84,6 +85,8 @@ class Load:
                     r.read()
                     self.codes[r.status] = self.codes.get(r.status, 0) + 1
                     self.levels.add(r.getheader("X-Kubernetes-PF-PriorityLevel-UID"))
+                    if r.status == 429:
+                        self.retry_after.add(r.getheader("Retry-After"))
             except (OSError, http.client.HTTPException):
                 time.sleep(0.1)
 
@@ -127,13 +130,19 @@ class ClusterFaultTest(h.TestCase):
         self.addCleanup(load.close)
         h.wait_for(lambda: level_uid in load.levels, 30, "token-user's requests to land in the tiny priority level")
 
-        r = f.run_bounded("drain", "-l", f.GROUP_LABEL + "=parallel", "--max-concurrent", "6", "--force",
-                          "--grace-period", "0", "--timeout", "120s", "--reason", "faults: apf", "-v", "1",
-                          context="token", bound=240)
+        # The load stays until gpuctl has been refused a few times; then gpuctl must get through
+        # by itself, waiting as the server's Retry-After says (which can be tens of seconds).
+        run = f.Background("drain", "-l", f.GROUP_LABEL + "=parallel", "--max-concurrent", "6", "--force",
+                           "--grace-period", "0", "--timeout", "300s", "--reason", "faults: apf", "-v", "1",
+                           context="token")
+        self.addCleanup(run.kill)
+        run.wait_line(r" 429 in \d+ ms \(attempt [3-9]", 120)
         load.close()
+        r = run.finish(420)
         throttled = len(re.findall(r" 429 in \d+ ms", r.stderr))
         f.report("apf-429", rc=r.rc, seconds=round(r.elapsed, 1), gpuctl_429s=throttled,
                  level_rejections=rejected_by_tiny_level() - before, load=load.codes,
+                 retry_after=sorted(load.retry_after, key=str),
                  waiting_notice=bool(re.search(r"throttl|Retry-After|retry after", r.stderr, re.I)))
         self.assertEqual(r.rc, 0, r.stdout + r.stderr[-4000:])
         self.assertGreater(throttled, 0, "gpuctl was never throttled, so this cell proves nothing:\n" + r.stderr[-2000:])
