@@ -988,3 +988,56 @@ TEST_CASE("kube::Quantity default and accessors", "[quantity]") {
   CHECK(must_parse("1n").sign() == 1);
   CHECK(zero == must_parse("0Ki"));
 }
+
+TEST_CASE("kube::Quantity sums and products near 2^63 saturate instead of overflowing", "[quantity][limits]") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  using gpuctl::kube::saturating_add;
+  using gpuctl::kube::saturating_mul;
+  CHECK(saturating_add(kMax, 1) == kMax);
+  CHECK(saturating_add(kMax, kMax) == kMax);
+  CHECK(saturating_add(kMax - 1, 1) == kMax);
+  CHECK(saturating_add(kMin, -1) == kMin);
+  CHECK(saturating_add(kMin, kMin) == kMin);
+  CHECK(saturating_add(kMax, kMin) == -1);
+  CHECK(saturating_add(5, -7) == -2);
+  CHECK(gpuctl::kube::saturating_sub(kMax, -1) == kMax);
+  CHECK(gpuctl::kube::saturating_sub(kMin, 1) == kMin);
+  CHECK(gpuctl::kube::saturating_sub(0, kMin) == kMax);
+  CHECK(gpuctl::kube::saturating_sub(-1, kMin) == kMax);
+  CHECK(gpuctl::kube::saturating_sub(7, 9) == -2);
+  CHECK(saturating_mul(kMax, 2) == kMax);
+  CHECK(saturating_mul(kMax, -2) == kMin);
+  CHECK(saturating_mul(kMin, -1) == kMax);
+  CHECK(saturating_mul(kMin, 1) == kMin);
+  CHECK(saturating_mul(std::int64_t{1} << 32, std::int64_t{1} << 31) == kMax);   // 2^63: one past the top
+  CHECK(saturating_mul(-(std::int64_t{1} << 32), std::int64_t{1} << 31) == kMin);  // -2^63: exactly the bottom
+  CHECK(saturating_mul(std::int64_t{1} << 32, std::int64_t{1} << 32) == kMax);
+  CHECK(saturating_mul(-(std::int64_t{1} << 32), std::int64_t{1} << 32) == kMin);
+  CHECK(saturating_mul(3, 4) == 12);
+  CHECK(saturating_mul(0, kMin) == 0);
+
+  // Quantities of 2^63-1 ("8Ei" is capped there) summed many times: the value saturates.
+  const Quantity big = *Quantity::parse("8Ei");
+  CHECK(big.value() == kMax);
+  Quantity sum;
+  for (int i = 0; i < 4; ++i) sum += big;
+  CHECK(sum.value() == kMax);
+  CHECK((Quantity() - big - big).value() == kMin);
+  CHECK(saturating_add(big.value(), big.value()) == kMax);
+
+  // times(n) is n additions in one step, saturating the same way.
+  CHECK(big.times(kMax).value() == kMax);
+  CHECK(big.times(kMax) == Quantity::from_int(1).times(kMax).times(kMax));
+  CHECK((Quantity() - big).times(kMax).value() == kMin);
+  CHECK(big.times(0).is_zero());
+  CHECK(big.times(-5).is_zero());
+  const Quantity half = *Quantity::parse("500m");
+  CHECK(half.times(3).milli_value() == 1500);
+  CHECK(half.times(3).to_string() == "1500m");
+  Quantity by_loop;
+  for (int i = 0; i < 3; ++i) by_loop += *Quantity::parse("1Gi");
+  CHECK(Quantity::parse("1Gi")->times(3).to_string() == by_loop.to_string());
+  CHECK(Quantity::from_int(kMax).times(kMax).milli_value() == kMax);
+  CHECK(Quantity::from_int(kMin).times(kMax).milli_value() == kMin);
+}

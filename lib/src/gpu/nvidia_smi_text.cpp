@@ -1,6 +1,7 @@
 // `nvidia-smi -L` and the default `nvidia-smi` table.
 #include <cctype>
 #include <charconv>
+#include <unordered_map>
 
 #include "gpu/util.hpp"
 #include "gpuctl/gpu/nvidia_smi.hpp"
@@ -99,50 +100,86 @@ GpuList parse_nvidia_smi_list(std::string_view text) {
   return list;
 }
 
-bool merge_gpu_list(GpuInfo& gpu, const GpuList& list) {
-  const ListedGpu* match = nullptr;
-  if (gpu.uuid) {
-    for (const auto& g : list.gpus) {
-      if (g.uuid && *g.uuid == *gpu.uuid) match = &g;
-    }
-  }
-  if (match == nullptr && gpu.index >= 0) {
-    for (const auto& g : list.gpus) {
-      if (g.index == gpu.index) match = &g;
-    }
-  }
-  if (match == nullptr) return false;
-  if (!gpu.uuid && match->uuid) gpu.uuid = match->uuid;
-  if (!gpu.product_name && !match->name.empty()) gpu.product_name = match->name;
+namespace {
+
+// Copies what -L knows into `gpu`. MIG devices are matched through an index map (device
+// index -> listed devices, in order), so a hostile -L with thousands of devices stays linear.
+void merge_listed(GpuInfo& gpu, const ListedGpu& match) {
+  if (!gpu.uuid && match.uuid) gpu.uuid = match.uuid;
+  if (!gpu.product_name && !match.name.empty()) gpu.product_name = match.name;
   if (gpu.mig.devices.empty()) {
-    for (const auto& m : match->mig_devices) {
+    for (const auto& m : match.mig_devices) {
       MigDevice d;
       d.index = m.device_index;
       gpu.mig.devices.push_back(std::move(d));
     }
   }
+  std::unordered_map<int, std::vector<const ListedMigDevice*>> by_index;
+  for (const auto& m : match.mig_devices) by_index[m.device_index].push_back(&m);
   for (MigDevice& d : gpu.mig.devices) {
-    for (const auto& m : match->mig_devices) {
-      if (!(d.index == m.device_index)) continue;
-      d.profile_name = m.profile_name;
-      d.uuid = m.uuid;
-      if (!d.gpu_instance_id && m.gpu_instance_id) d.gpu_instance_id = m.gpu_instance_id;
-      if (!d.compute_instance_id && m.compute_instance_id) d.compute_instance_id = m.compute_instance_id;
+    if (!d.index) continue;
+    auto it = by_index.find(*d.index);
+    if (it == by_index.end()) continue;
+    for (const ListedMigDevice* m : it->second) {  // every match in order: the last one's names win
+      d.profile_name = m->profile_name;
+      d.uuid = m->uuid;
+      if (!d.gpu_instance_id && m->gpu_instance_id) d.gpu_instance_id = m->gpu_instance_id;
+      if (!d.compute_instance_id && m->compute_instance_id) d.compute_instance_id = m->compute_instance_id;
     }
   }
+}
+
+// The listed GPUs by UUID and by index; the last of equals wins, as a scan of the list did.
+struct ListIndex {
+  std::unordered_map<std::string, const ListedGpu*> by_uuid;
+  std::unordered_map<int, const ListedGpu*> by_index;
+
+  explicit ListIndex(const GpuList& list) {
+    for (const auto& g : list.gpus) {
+      if (g.uuid) by_uuid[*g.uuid] = &g;
+      by_index[g.index] = &g;
+    }
+  }
+  const ListedGpu* match(const GpuInfo& gpu) const {
+    if (gpu.uuid) {
+      if (auto it = by_uuid.find(*gpu.uuid); it != by_uuid.end()) return it->second;
+    }
+    if (gpu.index >= 0) {
+      if (auto it = by_index.find(gpu.index); it != by_index.end()) return it->second;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+bool merge_gpu_list(GpuInfo& gpu, const GpuList& list) {
+  const ListedGpu* match = ListIndex(list).match(gpu);
+  if (match == nullptr) return false;
+  merge_listed(gpu, *match);
   return true;
+}
+
+void merge_gpu_lists(std::vector<GpuInfo>& gpus, const GpuList& list) {
+  const ListIndex index(list);
+  for (GpuInfo& gpu : gpus) {
+    if (const ListedGpu* match = index.match(gpu)) merge_listed(gpu, *match);
+  }
 }
 
 // --- The default table ---
 
 namespace {
 
+// The first three cells of a table row (all the parser reads): a hostile line of millions of
+// '|' costs one short scan, not millions of cells.
 std::vector<std::string_view> table_cells(std::string_view line) {
+  constexpr std::size_t kCellsRead = 3;
   std::vector<std::string_view> cells;
   line = trim(line);
   if (line.size() < 2 || line.front() != '|') return cells;
   std::size_t start = 1;
-  while (start < line.size()) {
+  while (start < line.size() && cells.size() < kCellsRead) {
     std::size_t bar = line.find('|', start);
     if (bar == std::string_view::npos) break;
     cells.push_back(line.substr(start, bar - start));
@@ -240,9 +277,11 @@ Result<NvidiaSmiLog> parse_nvidia_smi_table(std::string_view text) {
     ++i;
   }
   if (!header) return fail(Errc::parse, "not an nvidia-smi table: no \"NVIDIA-SMI ... Driver Version:\" header line");
+  std::string warnings;
   for (std::string_view line : lines) {
-    if (trim(line).substr(0, 8) == "WARNING:") detail::attach_warning_lines(log, line);
+    if (trim(line).substr(0, 8) == "WARNING:") warnings.append(line).push_back('\n');
   }
+  detail::attach_warning_lines(log, warnings);  // once: it indexes the GPUs by bus id
   return log;
 }
 

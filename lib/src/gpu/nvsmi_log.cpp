@@ -2,6 +2,7 @@
 // found at across schema versions and the text form; the first path with a value wins.
 #include <initializer_list>
 #include <limits>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
@@ -369,10 +370,13 @@ Result<NvidiaSmiLog> parse_nvidia_smi_query_text(std::string_view text) {
                                        "(the output looks truncated)",
                                        *log.attached_gpus, log.gpus.size()));
   }
-  // Warning lines nvidia-smi prints next to its output ("WARNING: infoROM is corrupted at gpu ...").
+  // Warning lines nvidia-smi prints next to its output ("WARNING: infoROM is corrupted at gpu ..."),
+  // attached in one call: it indexes the GPUs by bus id once.
+  std::string warnings;
   for (std::string_view line : detail::split_lines(text)) {
-    if (detail::trim(line).substr(0, 8) == "WARNING:") detail::attach_warning_lines(log, line);
+    if (detail::trim(line).substr(0, 8) == "WARNING:") warnings.append(line).push_back('\n');
   }
+  detail::attach_warning_lines(log, warnings);
   return log;
 }
 
@@ -382,21 +386,22 @@ namespace gpuctl::gpu::detail {
 
 // Attaches warning lines nvidia-smi printed around its output to the GPU they name.
 void attach_warning_lines(NvidiaSmiLog& log, std::string_view text) {
+  std::unordered_map<std::string, std::vector<GpuInfo*>> by_bus;  // not a scan of the GPUs per line
+  for (GpuInfo& gpu : log.gpus) {
+    if (!gpu.pci_bus_id) continue;
+    if (auto bus = canonical_pci_bus_id(*gpu.pci_bus_id)) by_bus[*bus].push_back(&gpu);
+  }
   for (std::string_view line : detail::split_lines(text)) {
     line = detail::trim(line);
     if (line.empty()) continue;
     std::string clean = detail::one_line(line);
     NvsmiDiagnosis d = classify_nvidia_smi_run(std::nullopt, line, {});
-    bool attached = false;
-    if (d.pci_bus_id) {
-      for (GpuInfo& gpu : log.gpus) {
-        if (gpu.pci_bus_id && canonical_pci_bus_id(*gpu.pci_bus_id) == d.pci_bus_id) {
-          gpu.warnings.push_back(clean);
-          attached = true;
-        }
-      }
+    auto it = d.pci_bus_id ? by_bus.find(*d.pci_bus_id) : by_bus.end();
+    if (it == by_bus.end()) {
+      log.warnings.push_back(std::move(clean));
+      continue;
     }
-    if (!attached) log.warnings.push_back(clean);
+    for (GpuInfo* gpu : it->second) gpu->warnings.push_back(clean);
   }
 }
 

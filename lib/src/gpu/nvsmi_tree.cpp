@@ -6,6 +6,7 @@
 
 #include "gpu/util.hpp"
 #include "gpuctl/gpu/nvidia_smi.hpp"
+#include "gpuctl/util/nesting.hpp"
 
 namespace gpuctl::gpu {
 
@@ -38,6 +39,29 @@ std::vector<const NvsmiNode*> NvsmiNode::children_named(std::string_view k) cons
 
 namespace {
 
+// Whether an element under `root` (root counting as level 1) nests deeper than `limit`, by an
+// iterative walk: pugixml parses without recursion, but from_xml and every walk of the tree
+// after it recurse once per level.
+bool nests_deeper_than(const pugi::xml_node& root, int limit) {
+  pugi::xml_node n = root;
+  int depth = 1;
+  for (;;) {
+    if (n.type() == pugi::node_element && depth > limit) return true;
+    if (pugi::xml_node child = n.first_child()) {
+      n = child;
+      ++depth;
+      continue;
+    }
+    while (n != root && !n.next_sibling()) {
+      n = n.parent();
+      --depth;
+    }
+    if (n == root) return false;
+    n = n.next_sibling();
+  }
+}
+
+// Recursive, so only for trees nests_deeper_than has measured.
 NvsmiNode from_xml(const pugi::xml_node& node) {
   NvsmiNode out;
   out.key = node.name();
@@ -105,6 +129,11 @@ Result<XmlTree> parse_nvidia_smi_xml_tree(std::string_view xml) {
   pugi::xml_node log = doc.child("nvidia_smi_log");
   if (!log) return fail(Errc::parse, "nvidia-smi -q -x output has no <nvidia_smi_log> element");
 
+  if (nests_deeper_than(log, util::kMaxNestingDepth)) {
+    return fail(Errc::parse, fmt::format("nvidia-smi -q -x output nests deeper than {} levels (malformed); "
+                                         "refusing to read it",
+                                         util::kMaxNestingDepth));
+  }
   XmlTree tree;
   tree.root = from_xml(log);
   tree.schema_version = schema_version_of(xml.substr(0, root));
@@ -121,6 +150,7 @@ struct FlatLine {
   std::vector<std::size_t> kids;
 };
 
+// Recursive: the parser has bounded the depth.
 NvsmiNode assemble(std::vector<FlatLine>& flat, std::size_t i) {
   NvsmiNode n = std::move(flat[i].node);
   for (std::size_t k : flat[i].kids) n.children.push_back(assemble(flat, k));
@@ -178,6 +208,12 @@ Result<NvsmiNode> parse_nvidia_smi_query_text_tree(std::string_view text) {
     flat[stack.back()].kids.push_back(idx);
     flat.push_back(std::move(fl));
     stack.push_back(idx);
+    // The stack holds the root and the line's ancestors: its size is the line's depth.
+    if (stack.size() > static_cast<std::size_t>(util::kMaxNestingDepth)) {
+      return fail(Errc::parse, fmt::format("nvidia-smi -q output nests deeper than {} levels by indentation "
+                                           "(malformed); refusing to read it",
+                                           util::kMaxNestingDepth));
+    }
   }
   if (!banner && !gpu_section) {
     return fail(Errc::parse, "not nvidia-smi -q output: no \"NVSMI LOG\" banner and no \"GPU <bus id>\" section");

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -189,25 +191,32 @@ XmlStep interpret_xml_step(const ProbeStep& step, std::string_view what) {
   return out;
 }
 
-const ProbeStep* find_step(const ProbeTranscript& t, std::string_view name) {
-  for (const auto& s : t.steps) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
-}
+// Lookups a node's output could make quadratic (a hostile node may print thousands of steps,
+// indices or -L lines), done through maps built once. The first step of a name and the first
+// listed GPU of an index win, as scans did.
+struct ProbeIndex {
+  std::unordered_map<std::string_view, const ProbeStep*> steps;
+  std::unordered_map<int, const ListedGpu*> listed;
 
-const ListedGpu* listed(const GpuList& list, int index) {
-  for (const auto& g : list.gpus) {
-    if (g.index == index) return &g;
+  ProbeIndex(const ProbeTranscript& t, const GpuList& list) {
+    for (const auto& s : t.steps) steps.emplace(s.name, &s);
+    for (const auto& g : list.gpus) listed.emplace(g.index, &g);
   }
-  return nullptr;
-}
+  const ProbeStep* step(std::string_view name) const {
+    auto it = steps.find(name);
+    return it == steps.end() ? nullptr : it->second;
+  }
+  const ListedGpu* gpu(int index) const {
+    auto it = listed.find(index);
+    return it == listed.end() ? nullptr : it->second;
+  }
+};
 
-FailedGpu failed_gpu(int index, const GpuList& list, NvsmiDiagnosis d) {
+FailedGpu failed_gpu(int index, const ProbeIndex& lookup, NvsmiDiagnosis d) {
   FailedGpu f;
   f.index = index;
   if (d.pci_bus_id) f.pci_bus_id = *d.pci_bus_id;
-  if (const ListedGpu* g = listed(list, index)) {
+  if (const ListedGpu* g = lookup.gpu(index)) {
     f.uuid = g->uuid;
     if (!g->name.empty()) f.product_name = g->name;
   }
@@ -215,25 +224,25 @@ FailedGpu failed_gpu(int index, const GpuList& list, NvsmiDiagnosis d) {
   return f;
 }
 
-bool same_bus(const Reported<std::string>& a, const std::string& canonical) {
-  return a && canonical_pci_bus_id(*a) == canonical;
-}
-
 // GPUs that failed without getting a per-index query of their own: -L printed an error naming
 // their bus id instead of a "GPU N:" line, or the whole query named one no per-index query
 // answered for. Their index is inferred from a gap in the indices seen, when there is one.
 void add_unlisted_failures(NodeGpuReport& report, const GpuList& list, const NvsmiDiagnosis* whole_failure) {
-  auto known = [&](const std::string& bus) {
-    return std::any_of(report.gpus.begin(), report.gpus.end(), [&](const GpuInfo& g) { return same_bus(g.pci_bus_id, bus); }) ||
-           std::any_of(report.failed_gpus.begin(), report.failed_gpus.end(),
-                       [&](const FailedGpu& f) { return same_bus(f.pci_bus_id, bus); });
-  };
+  std::unordered_set<std::string> known;  // canonical bus ids already reported
+  for (const auto& g : report.gpus) {
+    if (g.pci_bus_id) {
+      if (auto bus = canonical_pci_bus_id(*g.pci_bus_id)) known.insert(*bus);
+    }
+  }
+  for (const auto& f : report.failed_gpus) {
+    if (f.pci_bus_id) {
+      if (auto bus = canonical_pci_bus_id(*f.pci_bus_id)) known.insert(*bus);
+    }
+  }
   std::vector<NvsmiDiagnosis> found;
   auto consider = [&](NvsmiDiagnosis d) {
-    if (d.ok() || d.warning_only || !d.pci_bus_id || known(*d.pci_bus_id)) return;
-    for (const auto& f : found) {
-      if (f.pci_bus_id == d.pci_bus_id) return;
-    }
+    if (d.ok() || d.warning_only || !d.pci_bus_id) return;
+    if (!known.insert(*d.pci_bus_id).second) return;  // reported, or found already
     found.push_back(std::move(d));
   };
   for (const std::string& line : list.other_lines) consider(classify_nvidia_smi_run(std::nullopt, line, {}));
@@ -242,14 +251,18 @@ void add_unlisted_failures(NodeGpuReport& report, const GpuList& list, const Nvs
                                         [](const FailedGpu& f) { return !f.pci_bus_id; });
   if (whole_failure != nullptr && !failed_without_bus) consider(*whole_failure);
   if (found.empty()) return;
-  std::vector<int> seen;
-  for (const auto& g : report.gpus) seen.push_back(g.index);
-  for (const auto& f : report.failed_gpus) seen.push_back(f.index);
-  for (const auto& g : list.gpus) seen.push_back(g.index);
-  int max_index = seen.empty() ? -1 : *std::max_element(seen.begin(), seen.end());
+  std::unordered_set<int> seen;
+  int max_index = -1;
+  auto see = [&](int index) {
+    seen.insert(index);
+    max_index = std::max(max_index, index);
+  };
+  for (const auto& g : report.gpus) see(g.index);
+  for (const auto& f : report.failed_gpus) see(f.index);
+  for (const auto& g : list.gpus) see(g.index);
   int next_gap = 0;
   for (NvsmiDiagnosis& d : found) {
-    while (next_gap <= max_index && std::find(seen.begin(), seen.end(), next_gap) != seen.end()) ++next_gap;
+    while (next_gap <= max_index && seen.contains(next_gap)) ++next_gap;
     FailedGpu f;
     f.index = next_gap <= max_index ? next_gap++ : -1;
     f.pci_bus_id = *d.pci_bus_id;
@@ -315,9 +328,11 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
 
   // -L's GPU lines are good even when it exits non-zero because of one broken GPU.
   GpuList list;
-  if (const ProbeStep* l = find_step(t, "list"); l && l->exit_code) list = parse_nvidia_smi_list(l->stdout_text);
+  const ProbeIndex steps_only(t, list);
+  if (const ProbeStep* l = steps_only.step("list"); l && l->exit_code) list = parse_nvidia_smi_list(l->stdout_text);
+  const ProbeIndex lookup(t, list);
 
-  const ProbeStep* all = find_step(t, "all");
+  const ProbeStep* all = lookup.step("all");
   XmlStep whole = all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
 
   if (whole.log) {
@@ -326,17 +341,25 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
     report.cuda_version = whole.log->cuda_version;
     report.gpus = std::move(whole.log->gpus);
     report.warnings.insert(report.warnings.end(), whole.log->warnings.begin(), whole.log->warnings.end());
-    // GPUs that -L lists but the whole query left out.
+    // GPUs that -L lists but the whole query left out. A GPU matches by UUID when both have one,
+    // else by index.
+    std::unordered_set<std::string> uuids;
+    std::unordered_set<int> indices;              // of every GPU
+    std::unordered_set<int> indices_without_uuid;  // of GPUs without a UUID
+    for (const auto& gpu : report.gpus) {
+      if (gpu.uuid) uuids.insert(*gpu.uuid);
+      else indices_without_uuid.insert(gpu.index);
+      indices.insert(gpu.index);
+    }
     for (const auto& g : list.gpus) {
-      bool present = std::any_of(report.gpus.begin(), report.gpus.end(), [&](const GpuInfo& gpu) {
-        return g.uuid && gpu.uuid ? *g.uuid == *gpu.uuid : gpu.index == g.index;
-      });
+      bool present = g.uuid ? uuids.contains(*g.uuid) || indices_without_uuid.contains(g.index)
+                            : indices.contains(g.index);
       if (present) continue;
       NvsmiDiagnosis d;
       d.kind = NvsmiErrorKind::unknown_error;
       d.message = fmt::format("GPU {} ({}) is listed by nvidia-smi -L but missing from nvidia-smi -q -x", g.index,
                               g.uuid ? *g.uuid : g.name);
-      report.failed_gpus.push_back(failed_gpu(g.index, list, std::move(d)));
+      report.failed_gpus.push_back(failed_gpu(g.index, lookup, std::move(d)));
     }
     if (list.gpus.empty() && whole.log->attached_gpus &&
         *whole.log->attached_gpus > static_cast<int>(report.gpus.size())) {
@@ -349,7 +372,7 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
     for (int index : t.indices) {
       std::string name = fmt::format("gpu-{}", index);
       std::string what = fmt::format("nvidia-smi -q -x -i {}", index);
-      const ProbeStep* step = find_step(t, name);
+      const ProbeStep* step = lookup.step(name);
       XmlStep one = step ? interpret_xml_step(*step, what) : XmlStep{std::nullopt, cut_off(what)};
       if (one.log && !one.log->gpus.empty()) {
         GpuInfo gpu = std::move(one.log->gpus.front());
@@ -362,11 +385,11 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
           one.diagnosis.kind = NvsmiErrorKind::garbage;
           one.diagnosis.message = fmt::format("{} printed XML without a <gpu> element", what);
         }
-        report.failed_gpus.push_back(failed_gpu(index, list, std::move(one.diagnosis)));
+        report.failed_gpus.push_back(failed_gpu(index, lookup, std::move(one.diagnosis)));
       }
     }
   }
-  for (GpuInfo& gpu : report.gpus) merge_gpu_list(gpu, list);
+  merge_gpu_lists(report.gpus, list);
   add_unlisted_failures(report, list, whole.diagnosis.ok() ? nullptr : &whole.diagnosis);
 
   const std::size_t total = report.gpus.size() + report.failed_gpus.size();

@@ -456,8 +456,36 @@ Quantity& Quantity::operator-=(const Quantity& other) {
   return *this;
 }
 
+Quantity Quantity::times(std::int64_t n) const {
+  if (n <= 0) return Quantity();
+  // |nanos_| < 10^38 and n < 2^63 can pass INT128_MAX: checked, then clamped as add() does.
+  const auto limit = static_cast<Nanos>(kMaxNanos);
+  Nanos product = 0;
+  if (__builtin_mul_overflow(nanos_, static_cast<Nanos>(n), &product)) product = nanos_ > 0 ? limit : -limit;
+  product = std::clamp(product, -limit, limit);
+  return Quantity(product, format_);
+}
+
 int Quantity::compare(const Quantity& other) const {
   return nanos_ < other.nanos_ ? -1 : (nanos_ > other.nanos_ ? 1 : 0);
+}
+
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
+std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
+  std::int64_t difference = 0;
+  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
+  return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
+}
+
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t product = 0;
+  if (!__builtin_mul_overflow(a, b, &product)) return product;
+  return (a < 0) == (b < 0) ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
 }  // namespace gpuctl::kube

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/drain.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -202,7 +203,7 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
     for (const auto& n : in.inventory->nodes) {
       product_of_node[n.name] = n.product;
       if (draining.count(n.name) || !n.schedulable || n.readiness != "Ready") continue;
-      free_by_product[n.product] += n.gpus.free();
+      free_by_product[n.product] = kube::saturating_add(free_by_product[n.product], n.gpus.free());
     }
   }
   std::map<std::string, std::int64_t> taken;  // GPUs already promised to moved pods, per product
@@ -243,9 +244,9 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
       }
       if (pp.gpu_pod && in.inventory && pp.action != PodAction::skip) {
         pp.product = product_of_node[np.node];
-        pp.free_gpus_elsewhere = free_by_product[pp.product] - taken[pp.product];
+        pp.free_gpus_elsewhere = kube::saturating_sub(free_by_product[pp.product], taken[pp.product]);
         pp.fits_elsewhere = pp.free_gpus_elsewhere >= pp.gpus;
-        if (pp.fits_elsewhere) taken[pp.product] += pp.gpus;
+        if (pp.fits_elsewhere) taken[pp.product] = kube::saturating_add(taken[pp.product], pp.gpus);
       }
       if (pp.action == PodAction::refuse) refused.push_back(pp.ns + "/" + pp.name);
       if (pp.action == PodAction::blocked) blocked.push_back(pp.ns + "/" + pp.name);

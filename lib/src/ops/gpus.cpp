@@ -8,6 +8,7 @@
 
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/util/fanout.hpp"
 
 namespace gpuctl::ops {
@@ -175,8 +176,8 @@ LiveSummary summarize(const NodeProbe& probe) {
       counted++;
     }
     if (g.memory.used_mib && g.memory.total_mib) {
-      live.memory_used_mib += *g.memory.used_mib;
-      live.memory_total_mib += *g.memory.total_mib;
+      live.memory_used_mib = kube::saturating_add(live.memory_used_mib, *g.memory.used_mib);
+      live.memory_total_mib = kube::saturating_add(live.memory_total_mib, *g.memory.total_mib);
     }
   }
   if (counted > 0) live.utilization_percent = sum / counted;

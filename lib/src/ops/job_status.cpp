@@ -11,6 +11,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/admission_denial.hpp"
 #include "gpuctl/ops/nodes.hpp"
 
@@ -227,7 +228,7 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
   if (job.contains("/spec/completions"_json_pointer) && job.at("/spec/completions"_json_pointer).is_number_integer()) {
     parallelism = std::min<std::int64_t>(parallelism, integer(job, "/spec/completions"_json_pointer));
   }
-  s.gpus = s.gpus_per_pod * std::max<std::int64_t>(parallelism, 0);
+  s.gpus = kube::saturating_mul(s.gpus_per_pod, std::max<std::int64_t>(parallelism, 0));
   s.active = integer(job, "/status/active"_json_pointer);
   s.succeeded = integer(job, "/status/succeeded"_json_pointer);
   s.failed = integer(job, "/status/failed"_json_pointer);

@@ -9,6 +9,7 @@
 
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops {
@@ -165,10 +166,10 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
         p.product = info.product;
         p.resource = rc.name;
         ++p.nodes;
-        p.capacity += rc.capacity;
-        p.allocatable += rc.allocatable;
-        p.used += rc.used;
-        p.free += rc.free();
+        p.capacity = kube::saturating_add(p.capacity, rc.capacity);
+        p.allocatable = kube::saturating_add(p.allocatable, rc.allocatable);
+        p.used = kube::saturating_add(p.used, rc.used);
+        p.free = kube::saturating_add(p.free, rc.free());
       };
       add(info.gpus);
       for (const auto& rc : info.other_resources) add(rc);

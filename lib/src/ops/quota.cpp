@@ -212,7 +212,8 @@ GpuQuotaList build_quota_view(const QuotaViewInput& input) {
     if (kube::pod_is_terminal(pod)) continue;
     for (const auto& [resource, q] : kube::pod_requests(pod)) {
       if (!resource.starts_with(kNvidiaResourcePrefix) || q.value() <= 0) continue;
-      view(kube::namespace_of(pod)).requested[resource] += q.value();
+      std::int64_t& requested = view(kube::namespace_of(pod)).requested[resource];
+      requested = kube::saturating_add(requested, q.value());
     }
   }
 

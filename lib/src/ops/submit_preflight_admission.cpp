@@ -127,11 +127,7 @@ std::vector<std::string> quota_keys(const std::string& resource) {
   return {};
 }
 
-Quantity times(const Quantity& q, std::int64_t n) {
-  Quantity total;
-  for (std::int64_t i = 0; i < n; ++i) total += q;
-  return total;
-}
+Quantity times(const Quantity& q, std::int64_t n) { return q.times(n); }
 
 std::int64_t how_many_fit(const Quantity& left, const Quantity& each) {
   if (each.milli_value() <= 0) return 0;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/scheduling.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/nodes.hpp"
 #include "gpuctl/ops/submit_preflight.hpp"
 #include "submit_preflight_internal.hpp"
@@ -185,15 +186,16 @@ std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
     std::int64_t pods_here = -1;
     for (const auto& [name, n] : requests) {
       auto it = on_node.find(name);
-      std::int64_t free = std::max<std::int64_t>(allocatable(node, name) - (it == on_node.end() ? 0 : it->second.value()), 0);
+      std::int64_t free = std::max<std::int64_t>(
+          kube::saturating_sub(allocatable(node, name), it == on_node.end() ? 0 : it->second.value()), 0);
       if (name == primary) {
         most_free = std::max(most_free, free);
-        total_free += free;
+        total_free = kube::saturating_add(total_free, free);
       }
       std::int64_t k = free / n;
       pods_here = pods_here < 0 ? k : std::min(pods_here, k);
     }
-    placeable += std::max<std::int64_t>(pods_here, 0);
+    placeable = kube::saturating_add(placeable, std::max<std::int64_t>(pods_here, 0));
   }
   if (fitting == 0 || placeable >= wanted) return {};  // no fitting node: gpu-capacity refuses
 

@@ -146,5 +146,7 @@ GpuList parse_nvidia_smi_list(std::string_view text);
 // Copies what only `-L` knows (MIG profile names and UUIDs) into `gpu`, matching the listed GPU
 // by UUID, else by index, and MIG devices by their index. Returns false when no listed GPU matches.
 bool merge_gpu_list(GpuInfo& gpu, const GpuList& list);
+// merge_gpu_list for every GPU, in time linear in the GPUs and the list together.
+void merge_gpu_lists(std::vector<GpuInfo>& gpus, const GpuList& list);
 
 }  // namespace gpuctl::gpu

@@ -77,6 +77,9 @@ class Quantity {
   // sum saturates at +-(10^29 - 1n), which no sum of real resources reaches.
   Quantity& operator+=(const Quantity& other);
   Quantity& operator-=(const Quantity& other);
+  // This quantity n times, as n additions would give it (saturating the same way, taking this
+  // quantity's format), in one step; zero when n <= 0.
+  Quantity times(std::int64_t n) const;
   friend Quantity operator+(Quantity a, const Quantity& b) { return a += b; }
   friend Quantity operator-(Quantity a, const Quantity& b) { return a -= b; }
   // Comparisons look at the value only, never at the format or the parsed text.
@@ -99,5 +102,13 @@ class Quantity {
   // The parsed text when upstream would keep it as the serialized form; empty otherwise.
   std::string text_;
 };
+
+// Arithmetic on the int64 counts taken from quantities (Quantity::value(), GPU counts, MiB):
+// the result saturates at the int64 limits where plain + and * would overflow, which is
+// undefined behaviour. A sum of hostile values near 2^63 stays at 2^63-1 instead of wrapping
+// to a negative count.
+std::int64_t saturating_add(std::int64_t a, std::int64_t b);
+std::int64_t saturating_sub(std::int64_t a, std::int64_t b);
+std::int64_t saturating_mul(std::int64_t a, std::int64_t b);
 
 }  // namespace gpuctl::kube

@@ -14,6 +14,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/quantity.hpp"
 
 namespace gpuctl::kube {
 class Client;
@@ -45,7 +46,7 @@ struct ResourceCount {
   std::int64_t capacity = 0;
   std::int64_t allocatable = 0;
   std::int64_t used = 0;  // requested by non-terminal pods bound to the node
-  std::int64_t free() const { return allocatable > used ? allocatable - used : 0; }
+  std::int64_t free() const { return allocatable > used ? kube::saturating_sub(allocatable, used) : 0; }
 };
 
 struct CordonRecord {
@@ -74,7 +75,9 @@ struct NodeGpuInfo {
   std::int64_t age_seconds = 0;
   bool gpu_node = false;
 
-  std::int64_t unhealthy() const { return gpus.capacity > gpus.allocatable ? gpus.capacity - gpus.allocatable : 0; }
+  std::int64_t unhealthy() const {
+    return gpus.capacity > gpus.allocatable ? kube::saturating_sub(gpus.capacity, gpus.allocatable) : 0;
+  }
 };
 
 // One row of the summary: a product and one of its resources. Whole GPUs (nvidia.com/gpu) come
