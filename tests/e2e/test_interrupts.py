@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM against the real binary and the real control plane: a drain blocked by a
-PodDisruptionBudget, a rolling maintenance in the middle of its --exec command, and `gpus` waiting
-on hung hosts. Each run is started in its own session (as a shell starts a foreground job) and
+PodDisruptionBudget, a rolling maintenance in the middle of its --exec command, `gpus` waiting
+on hung hosts, and `submit --follow` waiting on a running job. Each run is started in its own session (as a shell starts a foreground job) and
 signalled through its process group, as a terminal's Ctrl-C is. Checked: the exit code (130 for
 SIGINT, 143 for SIGTERM), the usual summary with the unfinished work named as interrupted, the
 node left cordoned with its whole cordon record (never half-patched), and that no process of the
@@ -297,6 +297,22 @@ class InterruptTest(h.TestCase):
         self.assertRegex(run.out, r"interrupted \(3\): gpuctl was interrupted by SIGINT before the node answered"
                                   r" \(re-run to probe it\)\s+in-g-1,in-g-2,in-g-3")
         self.assertNothingLeft(run, remembered=list(ssh))
+
+    def test_sigint_stops_submit_follow_and_the_job_keeps_running(self):
+        h.apply_fleet_file("submit")
+        ns = self.namespace("interrupts-submit")
+        run = Run("submit", "forever", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-4090",
+                  "--label", "%s=run" % h.OUTCOME_LABEL, "--follow")
+        run.wait_for_err("job %s/forever: Running" % ns)
+        rc, took = run.interrupt(signal.SIGINT)
+        self.assertEqual(rc, 130, run.out + run.err)
+        self.assertLess(took, STOP_WITHIN, run.err)
+        self.assertIn("error: stopped waiting for job %s/forever (still Running, interrupted by SIGINT): it keeps "
+                      "running; see 'gpuctl jobs -n %s'" % (ns, ns), run.err)
+        self.assertNotIn("abandoned", run.err)  # no notice about the log stream it gave up
+        self.assertNothingLeft(run)
+        job = h.kubectl("get", "job", "forever", "-n", ns, "-o", "json")
+        self.assertFalse(job["status"].get("succeeded") or job["status"].get("failed"), job["status"])
 
 
 if __name__ == "__main__":
