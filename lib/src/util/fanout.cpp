@@ -43,14 +43,18 @@ bool reap(Running& r, bool block) { return reap_child(r.child, r.result.process,
 
 // gpuctl was interrupted: the running children are stopped and the jobs not started yet are
 // marked interrupted without running.
-void stop_all(std::vector<Running>& running, std::vector<FanoutResult>& results, std::size_t next,
-              const std::function<void(Running&)>& finish) {
+void stop_running(std::vector<Running>& running, std::chrono::milliseconds grace) {
   std::vector<ChildToStop> stopping;
   for (auto& r : running) {
     r.close_fds();  // their output no longer matters
     stopping.push_back({r.child, &r.result.process});
   }
-  stop_children(stopping);
+  stop_children(stopping, grace);
+}
+
+void stop_all(std::vector<Running>& running, std::vector<FanoutResult>& results, std::size_t next,
+              const std::function<void(Running&)>& finish) {
+  stop_running(running, kInterruptGrace);
   for (auto& r : running) finish(r);
   running.clear();
   for (std::size_t i = next; i < results.size(); i++) results[i].process.interrupted = true;
@@ -85,8 +89,12 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
       r.index = next++;
       r.started = SteadyClock::now();
       if (job.timeout) r.deadline = r.started + *job.timeout;
-      ProcessOptions spawn = job;
-      GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(spawn));
+      auto spawned = spawn_child(job);
+      if (!spawned) {
+        stop_running(running, std::chrono::milliseconds(0));  // the machinery failed: none may outlive us
+        return fail(spawned.error());
+      }
+      SpawnedChild child = *spawned;
       if (child.start_error != 0) {
         r.result.process.start_error = child.start_error;
         finish(r);
