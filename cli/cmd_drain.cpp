@@ -13,6 +13,7 @@
 #include "gpuctl/ops/drain.hpp"
 #include "gpuctl/ops/node_admin.hpp"
 #include "gpuctl/output/table.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -159,8 +160,10 @@ json result_json(const ops::NodeDrainResult& r) {
 
 ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   if (not_drained.empty()) return ExitCode::ok;
-  ctx.streams().err << fmt::format("error: {} node(s) not fully drained: {}\n", not_drained.size(), fmt::join(not_drained, ", "));
-  return ExitCode::failure;
+  ctx.streams().err << fmt::format("error: {} node(s) not fully drained{}: {}\n", not_drained.size(),
+                                   util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
+                                   fmt::join(not_drained, ", "));
+  return util::cancelled() ? interrupted_exit_code() : ExitCode::failure;
 }
 
 Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
@@ -214,13 +217,15 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     json items = json::array();
     output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
     for (const auto& r : results) {
-      std::string result = r.not_started ? "not-started" : r.ok ? "done" : "failed";
+      std::string result = r.not_started ? "not-started" : r.ok ? "done" : r.interrupted ? "interrupted" : "failed";
+      std::string why_not_started = util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
+                                                      : "not started: stopped at the first failure (use --continue-on-error)";
       if (!r.ok) not_drained.push_back(r.drain.node);
       auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
       t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
                  r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
                  dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
-                 r.not_started ? std::string("not started: stopped at the first failure (use --continue-on-error)") : r.drain.message});
+                 r.not_started ? why_not_started : r.drain.message});
       json j = result_json(r.drain);
       j["rollingResult"] = result;
       j["exec"] = r.exec;
@@ -279,7 +284,8 @@ retry names the budget. Pods are chosen by kubectl's rules: DaemonSet pods need
 --delete-emptydir-data, pods with no controller need --force; a node with a refused pod is not
 touched beyond the cordon. Waiting uses a watch; a replacement with the same name counts as gone.
 Re-running an interrupted drain continues where it stopped. Exit code 1 names every node not
-fully drained.
+fully drained. Ctrl-C or SIGTERM starts nothing new, stops --exec commands, leaves accepted
+evictions and started nodes cordoned, prints the summary and exits 130 (143 for SIGTERM).
 
 Examples:
   # What would happen, pod by pod, with budgets and room for GPU pods elsewhere

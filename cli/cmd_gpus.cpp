@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -13,6 +12,7 @@
 #include "output_format.hpp"
 #include "ssh_flags.hpp"
 #include "gpu_view_render.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -90,11 +90,13 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
       }
     }
     out << std::flush;
+    // Interrupted: the frame above is the summary (hosts not reached are listed as interrupted).
+    if (util::cancelled()) return interrupted_exit_code();
     if (o.watch.empty()) {
       bool all_ok = std::all_of(view.nodes.begin(), view.nodes.end(), [](const ops::NodeGpuView& v) { return v.probe.outcome == "ok"; });
       return all_ok ? ExitCode::ok : ExitCode::failure;
     }
-    std::this_thread::sleep_for(interval);
+    if (!util::sleep_unless_cancelled(interval)) return interrupted_exit_code();
   }
 }
 
@@ -108,7 +110,8 @@ the whole query fail) on every GPU node through the system ssh, at most --fanout
 killed at --ssh-timeout. Nodes that do not answer are listed apart with the reason (unreachable,
 auth_failed, host_key_mismatch, timed_out, driver_not_loaded, driver_library_mismatch, gpu_lost,
 no_devices, ...), identical failures grouped with a node count. Exit code 1 when any node did not
-fully answer.
+fully answer. Ctrl-C or SIGTERM stops every ssh, lists the nodes not reached as interrupted and
+exits 130 (143 for SIGTERM).
 
 Examples:
   # Every GPU node, through ~/.ssh/config

@@ -17,6 +17,7 @@
 #include "gpuctl/ops/submit.hpp"
 #include "gpuctl/ops/submit_preflight.hpp"
 #include "gpuctl/output/yaml.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -136,7 +137,9 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
       ctx.streams().out << chunk << std::flush;
       return static_cast<bool>(ctx.streams().out);
     };
-    logs.on_notice = [&](const std::string& text) { err << text << '\n' << std::flush; };
+    logs.on_notice = [&](const std::string& text) {
+      if (!util::cancelled()) err << text << '\n' << std::flush;  // not "log stream abandoned" after Ctrl-C
+    };
     follower.emplace(client, ns, name, std::move(logs));
     wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
   }

@@ -1,5 +1,9 @@
 #include "exit_code.hpp"
 
+#include <csignal>
+
+#include "gpuctl/util/cancel.hpp"
+
 namespace gpuctl::cli {
 
 ExitCode exit_code_for(const Error& error) {
@@ -12,10 +16,21 @@ ExitCode exit_code_for(const Error& error) {
     case Errc::parse:
     case Errc::process:
     case Errc::timeout:
-    case Errc::cancelled:
     case Errc::internal: return ExitCode::failure;
+    case Errc::cancelled: return interrupted_exit_code();
   }
   return ExitCode::failure;
+}
+
+ExitCode interrupted_exit_code() {
+  return util::cancel_signal() == SIGTERM ? ExitCode::terminated : ExitCode::interrupted;
+}
+
+int settle_exit_code(int code) {
+  // Even a command that got to its end: the user asked it to stop, and a script must not read
+  // a 0 it cannot tell from a complete run.
+  if (!util::cancelled()) return code;
+  return static_cast<int>(interrupted_exit_code());
 }
 
 ExitCode exit_code_of_container(int container_exit_code) {

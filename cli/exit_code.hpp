@@ -17,6 +17,10 @@ enum class ExitCode : int {
   // (1-255) when it has one; these two say why when it has none.
   job_deadline_exceeded = 124,  // the Job ran past activeDeadlineSeconds (as timeout(1) does)
   job_failed = 125,             // the Job failed with no container exit code to report
+  // Ctrl-C or SIGTERM stopped gpuctl before its work was done (128 + the signal, as a shell
+  // reports a death by that signal).
+  interrupted = 130,  // SIGINT
+  terminated = 143,   // SIGTERM
 };
 
 // A container's exit code as gpuctl's exit code (1-255; 0 and out-of-range values map to
@@ -26,7 +30,13 @@ ExitCode exit_code_of_container(int container_exit_code);
 // A finished job's result: 0 when it succeeded; job_deadline_exceeded when it ran out of time (its
 // last pod's code is then only the kill); the failed container's code; else job_failed.
 ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std::optional<int> container_exit_code);
-// invalid_argument is the user's input (2); everything else is a failure to carry out (1).
+// invalid_argument is the user's input (2); cancelled is interrupted_exit_code(); everything
+// else is a failure to carry out (1).
 ExitCode exit_code_for(const Error& error);
+// interrupted after SIGINT (also when no signal is recorded), terminated after SIGTERM.
+ExitCode interrupted_exit_code();
+// The process's exit code: once gpuctl was interrupted it is interrupted_exit_code(), whatever
+// the command returned (a failure the interruption caused on the way, or a late success).
+int settle_exit_code(int code);
 
 }  // namespace gpuctl::cli

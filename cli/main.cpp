@@ -7,10 +7,15 @@
 #include <iostream>
 
 #include "app.hpp"
+#include "exit_code.hpp"
+#include "gpuctl/util/cancel.hpp"
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, not a silent death
   curl_global_init(CURL_GLOBAL_DEFAULT);
+  // Ctrl-C and SIGTERM stop the work cleanly (children stopped, the summary printed, exit 130 or
+  // 143); a second one exits at once.
+  gpuctl::util::install_interrupt_handlers("\ngpuctl: interrupted: stopping cleanly (interrupt again to quit at once)\n");
   int code = 1;
   try {
     gpuctl::cli::Streams streams{std::cout, std::cerr, isatty(STDOUT_FILENO) == 1, isatty(STDERR_FILENO) == 1,
@@ -22,5 +27,5 @@ int main(int argc, char** argv) {
   }
   std::cout.flush();
   curl_global_cleanup();
-  return code;
+  return gpuctl::cli::settle_exit_code(code);
 }

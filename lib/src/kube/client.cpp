@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/exec_credential.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "kube/config_internal.hpp"
 
 namespace gpuctl::kube {
@@ -197,7 +198,7 @@ void Client::sleep_for(std::chrono::milliseconds d) const {
   if (options_.sleep) {
     options_.sleep(d);
   } else {
-    std::this_thread::sleep_for(d);
+    util::sleep_unless_cancelled(d);  // Ctrl-C ends a retry wait at once (send_impl then stops)
   }
 }
 
@@ -266,6 +267,8 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
   bool exec_refreshed = false;
   int transport_retries = 0;
   for (int attempt = 1;; ++attempt) {
+    // Interrupted (util/cancel.hpp): send nothing new, not even a retry.
+    if (util::cancelled()) return fail(util::cancelled_error(request.method + " request not sent"));
     HttpRequest wire = request;
     wire.headers = base_headers;
     GPUCTL_TRY(authenticate(wire));

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/transport.hpp"
+#include "gpuctl/util/cancel.hpp"
 
 namespace gpuctl::kube {
 namespace {
@@ -106,6 +107,10 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   ex->response.body.append(chunk);
   return chunk.size();
 }
+
+// Ctrl-C or SIGTERM (util/cancel.hpp) abandons a read or a watch within about a second; a write
+// in flight is left to finish, so the server has applied it whole or not at all and we know which.
+int abandon_when_cancelled(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return util::cancelled() ? 1 : 0; }
 
 class CurlTransport final : public Transport {
  public:
@@ -238,6 +243,10 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
     curl_easy_setopt(h, CURLOPT_WRITEDATA, &ex);
+    if (request.method == "GET") {
+      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &abandon_when_cancelled);
+      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
 
     CURLcode rc = curl_easy_perform(h);
     long http_version = 0;
@@ -266,6 +275,8 @@ class CurlTransport final : public Transport {
     Error e;
     e.code = Errc::transport;
     switch (rc) {
+      case CURLE_ABORTED_BY_CALLBACK:
+        return util::cancelled_error(fmt::format("{} request to {} abandoned", request.method, where));
       case CURLE_OPERATION_TIMEDOUT:
         e.code = Errc::timeout;
         e.message = fmt::format("request to {} timed out ({}); raise --request-timeout or check that the API server is healthy", where, why);

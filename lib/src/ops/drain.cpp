@@ -12,6 +12,7 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/drain.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/process.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -25,6 +26,7 @@ std::string_view to_string(DrainOutcome outcome) {
     case DrainOutcome::drained: return "drained";
     case DrainOutcome::failed: return "failed";
     case DrainOutcome::timed_out: return "timed-out";
+    case DrainOutcome::interrupted: return "interrupted";
   }
   return "failed";
 }
@@ -50,6 +52,24 @@ Result<bool> eviction_supported(kube::Client& client) {
 }
 
 namespace {
+
+// Ctrl-C or SIGTERM (util/cancel.hpp), or the caller's own flag: start nothing new.
+bool stop_requested(const DrainOptions& o) { return (o.cancel && o.cancel->load()) || util::cancelled(); }
+
+std::string interrupted_by() {
+  std::string by = util::cancel_signal_name();
+  return by.empty() ? "interrupted" : "interrupted by " + by;
+}
+
+// The result of a node gpuctl did not get to.
+NodeDrainResult not_started(const json& node) {
+  NodeDrainResult r;
+  r.node = kube::name_of(node);
+  r.outcome = DrainOutcome::interrupted;
+  r.cordon = "-";
+  r.message = "not started: " + interrupted_by() + " (re-run to drain it)";
+  return r;
+}
 
 std::string key_of(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
 std::string uid_of(const json& pod) { return pod["metadata"].value("uid", ""); }
@@ -131,10 +151,17 @@ class NodeDrainer {
     if (o_.sleep) {
       o_.sleep(d);
     } else {
-      std::this_thread::sleep_for(d);
+      util::sleep_unless_cancelled(d);
     }
   }
-  bool cancelled() const { return o_.cancel && o_.cancel->load(); }
+  bool cancelled() const { return stop_requested(o_); }
+  // Stops where it is: evictions already accepted stand, nothing more is sent, and the node
+  // stays cordoned (one atomic patch made it so), so a re-run continues from here.
+  void finish_interrupted() {
+    std::size_t left = pending_.size() + waiting_.size() + failed_.size();
+    finish(DrainOutcome::interrupted, fmt::format("{} with {} pod(s) still on the node; it stays cordoned (re-run to continue)",
+                                                  interrupted_by(), left));
+  }
   std::optional<milliseconds> left() const {
     if (o_.timeout.count() <= 0) return std::nullopt;
     auto spent = std::chrono::duration_cast<milliseconds>(Clock::now() - start_);
@@ -160,6 +187,11 @@ class NodeDrainer {
     CordonRequest request = o_.cordon;
     request.cordon = true;
     auto change = apply_node_edit(client_, node_, [&](const json& n) { return plan_cordon(n, request); }, apply);
+    if (change.outcome == ChangeOutcome::failed && cancelled()) {
+      // Only the read before the patch is abandoned; a patch in flight completes and succeeds.
+      result_.cordon = "not cordoned";
+      return finish(DrainOutcome::interrupted, interrupted_by() + " before the cordon: nothing was changed");
+    }
     if (change.outcome == ChangeOutcome::failed) {
       result_.cordon = "failed";
       finish(DrainOutcome::failed, "cordon failed: " + (change.error ? change.error->message : change.summary));
@@ -171,9 +203,12 @@ class NodeDrainer {
                  : (change.summary.empty() ? std::string("already cordoned") : change.summary));
 
     // 2. Choose the pods.
+    if (cancelled()) return finish_interrupted();
     auto pods = pods_on(client_, name_, o_.pod_selector);
+    if (!pods && cancelled()) return finish_interrupted();
     if (!pods) return finish(DrainOutcome::failed, "listing pods: " + pods.error().message);
     auto missing = missing_daemonsets(client_, *pods);
+    if (!missing && cancelled()) return finish_interrupted();
     if (!missing) return finish(DrainOutcome::failed, missing.error().message);
     std::vector<std::pair<std::string, std::string>> refused;
     auto now = std::chrono::system_clock::now();
@@ -204,6 +239,7 @@ class NodeDrainer {
     bool use_delete = o_.disable_eviction;
     if (!use_delete && !pending_.empty()) {
       auto supported = eviction_supported(client_);
+      if (!supported && cancelled()) return finish_interrupted();
       if (!supported) return finish(DrainOutcome::failed, "discovery of pods/eviction: " + supported.error().message);
       if (!*supported) {
         use_delete = true;
@@ -211,7 +247,7 @@ class NodeDrainer {
       }
     }
     for (bool first = true;; first = false) {
-      if (cancelled()) return finish(DrainOutcome::failed, "interrupted");
+      if (cancelled()) return finish_interrupted();
       bool refused_now = false;
       if (first || !left() || left()->count() > 0) refused_now = evict_round(use_delete);
       if (pending_.empty() && waiting_.empty()) break;
@@ -270,7 +306,7 @@ class NodeDrainer {
     bool refused = false;
     std::vector<Target> still;
     for (auto& t : pending_) {
-      if (o_.slots && !o_.slots->try_acquire()) {
+      if (cancelled() || (o_.slots && !o_.slots->try_acquire())) {
         still.push_back(t);
         continue;
       }
@@ -336,6 +372,7 @@ class NodeDrainer {
   void wait_for_gone(milliseconds window) {
     std::string rv;
     auto pods = pods_on(client_, name_, {}, &rv);
+    if (!pods && cancelled()) return;  // the caller's loop reports it
     if (!pods) {
       progress("listing pods: " + pods.error().message);
       sleep(std::min(window, milliseconds(1000)));
@@ -367,11 +404,11 @@ class NodeDrainer {
                                : (!it->second.uid.empty() && uid_of(ev.object) != it->second.uid)) {
         gone(k);
       }
-      // Stop when all are gone, or to retry refused evictions.
-      if (waiting_.empty()) return false;
+      // Stop when all are gone, when interrupted, or to retry refused evictions.
+      if (waiting_.empty() || cancelled()) return false;
       return pending_.empty() || Clock::now() - started < window;
     });
-    if (!w && !w.error().is_gone()) {
+    if (!w && !w.error().is_gone() && !cancelled()) {
       progress("watch: " + w.error().message);
       sleep(std::min(window, milliseconds(1000)));
     }
@@ -400,7 +437,9 @@ std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector
                                          const DrainOptions& options, int max_concurrent) {
   std::vector<NodeDrainResult> results(nodes.size());
   if (max_concurrent <= 1 || nodes.size() <= 1) {
-    for (std::size_t i = 0; i < nodes.size(); ++i) results[i] = drain_node(client, nodes[i], options);
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      results[i] = stop_requested(options) ? not_started(nodes[i]) : drain_node(client, nodes[i], options);
+    }
     return results;
   }
   std::mutex mutex;
@@ -413,7 +452,7 @@ std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector
         if (next >= nodes.size()) return;
         i = next++;
       }
-      results[i] = drain_node(client, nodes[i], options);
+      results[i] = stop_requested(options) ? not_started(nodes[i]) : drain_node(client, nodes[i], options);
     }
   };
   std::vector<std::thread> threads;
@@ -456,6 +495,12 @@ void rolling_progress(const RollingOptions& o, const std::string& node, const st
 
 void maintain(kube::Client& client, const std::string& node, const RollingOptions& o, RollingResult& r) {
   auto fail_with = [&](std::string what) { r.ok = false, r.drain.message = std::move(what); };
+  // Interrupted between steps: the node is drained and stays cordoned; a re-run takes it again.
+  auto interrupted = [&](std::string& step, const char* when) {
+    step = "interrupted";
+    r.interrupted = true;
+    fail_with(fmt::format("{} {}; the node stays cordoned (re-run to continue)", interrupted_by(), when));
+  };
   if (!o.exec.empty()) {
     util::ProcessOptions po;
     po.argv = {"/bin/sh", "-c", o.exec, "sh", node};
@@ -463,6 +508,7 @@ void maintain(kube::Client& client, const std::string& node, const RollingOption
     po.timeout = o.exec_timeout;
     rolling_progress(o, node, "running the maintenance command");
     auto pr = util::run_process(po);
+    if (pr && pr->interrupted) return interrupted(r.exec, "during the maintenance command (it was stopped)");
     if (!pr || !pr->success()) {
       r.exec = "failed: " + (pr ? util::describe_outcome(*pr) : pr.error().message);
       std::istringstream lines(pr ? pr->stdout_text : "");
@@ -477,6 +523,7 @@ void maintain(kube::Client& client, const std::string& node, const RollingOption
     rolling_progress(o, node, "waiting for Ready");
     auto deadline = Clock::now() + o.wait_ready;
     while (true) {
+      if (stop_requested(o.drain)) return interrupted(r.ready, "while waiting for Ready");
       auto n = client.get(kube::paths::node(node));
       if (n && kube::node_readiness(*n) == "Ready") {
         r.ready = "ready";
@@ -489,11 +536,12 @@ void maintain(kube::Client& client, const std::string& node, const RollingOption
       if (o.drain.sleep) {
         o.drain.sleep(o.poll_interval);
       } else {
-        std::this_thread::sleep_for(o.poll_interval);
+        util::sleep_unless_cancelled(o.poll_interval);
       }
     }
   }
   if (o.uncordon) {
+    if (stop_requested(o.drain)) return interrupted(r.uncordon, "before the uncordon");
     CordonRequest request;
     request.cordon = false;
     auto change = apply_node_edit(client, std::string_view(node), [&](const json& n) { return plan_cordon(n, request); }, {});
@@ -528,12 +576,13 @@ std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::
       std::size_t i;
       {
         std::lock_guard guard(mutex);
-        if (stop || next >= nodes.size() || (options.drain.cancel && options.drain.cancel->load())) return;
+        if (stop || next >= nodes.size() || stop_requested(options.drain)) return;
         i = next++;
       }
       RollingResult& r = results[i];
       r.not_started = false;
       r.drain = drain_node(client, nodes[i], options.drain);
+      r.interrupted = r.drain.outcome == DrainOutcome::interrupted;
       if (r.drain.outcome == DrainOutcome::drained) maintain(client, r.drain.node, options, r);
       if (!r.ok && !options.continue_on_error) {
         std::lock_guard guard(mutex);

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,6 +13,7 @@
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/admission_denial.hpp"
 #include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/util/cancel.hpp"
 
 namespace gpuctl::ops {
 namespace {
@@ -371,11 +371,18 @@ Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, 
 
 Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name, const JobWaitOptions& options) {
   auto clock = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
-  auto sleep = options.sleep ? options.sleep : [](std::chrono::milliseconds d) { std::this_thread::sleep_for(d); };
+  auto sleep = options.sleep ? options.sleep : [](std::chrono::milliseconds d) { util::sleep_unless_cancelled(d); };
+  // Ctrl-C or SIGTERM (util/cancel.hpp) stops the wait; the job is the cluster's and keeps running.
+  auto stopped = [&](const std::optional<JobSummary>& seen) {
+    return fail(Errc::cancelled, fmt::format("stopped waiting for job {}/{} ({}{}): it keeps running; see 'gpuctl jobs -n {}'", ns,
+                                             name, seen ? "still " + std::string(to_string(seen->phase)) : "not read yet",
+                                             util::cancelled() ? ", interrupted by " + util::cancel_signal_name() : "", ns));
+  };
   const auto start = clock();
   std::optional<JobSummary> last;
   for (;;) {
     auto summary = fetch_job_summary(client, ns, name, clock());
+    if (!summary && util::cancelled()) return stopped(last);
     if (!summary) {
       Error e = summary.error();
       if (e.is_not_found() && last) {
@@ -391,9 +398,7 @@ Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::
     if (summary->finished) return std::move(*summary);
     last = std::move(*summary);
 
-    if (options.cancelled && options.cancelled()) {
-      return fail(Errc::cancelled, fmt::format("stopped waiting for job {}/{} (still {})", ns, name, to_string(last->phase)));
-    }
+    if ((options.cancelled && options.cancelled()) || util::cancelled()) return stopped(last);
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock() - start);
     auto pause = options.poll_interval;
     if (options.timeout.count() > 0) {

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/util/cancel.hpp"
 
 namespace gpuctl::ssh {
 
@@ -65,11 +66,18 @@ std::string_view to_string(HostOutcome outcome) {
     case HostOutcome::timed_out: return "timed_out";
     case HostOutcome::ssh_missing: return "ssh_missing";
     case HostOutcome::ssh_error: return "ssh_error";
+    case HostOutcome::interrupted: return "interrupted";
   }
   return "ssh_error";
 }
 
 SshVerdict classify_ssh_run(const util::ProcessResult& run, const SshSettings& s) {
+  if (run.interrupted) {
+    // One message for started and not-started hosts, so they group into one line.
+    std::string by = util::cancel_signal_name();
+    return {HostOutcome::interrupted, fmt::format("gpuctl was interrupted{} before the node answered (re-run to probe it)",
+                                                  by.empty() ? "" : " by " + by)};
+  }
   if (run.start_error != 0) {
     return {HostOutcome::ssh_missing, fmt::format("cannot run {}: {} (install openssh-client)", s.program, util::describe_outcome(run))};
   }

@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/cancel.hpp"
+
 namespace gpuctl::util {
 namespace {
 
@@ -19,9 +21,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 struct Running {
   std::size_t index = 0;
-  pid_t pid = -1;
+  SpawnedChild child;
   int fds[2] = {-1, -1};  // stdout, stderr
-  bool own_group = true;
   SteadyClock::time_point started;
   std::optional<SteadyClock::time_point> deadline;
   FanoutResult result;
@@ -35,20 +36,28 @@ struct Running {
   }
 };
 
-void kill_child(Running& r) { ::kill(r.own_group ? -r.pid : r.pid, SIGKILL); }
+void kill_child(Running& r) { ::kill(r.child.own_group ? -r.child.pid : r.child.pid, SIGKILL); }
 
 // Reaps the child if it has exited; with `block`, waits for it (after a SIGKILL).
-bool reap(Running& r, bool block) {
-  for (;;) {
-    int status = 0;
-    pid_t rc = ::waitpid(r.pid, &status, block ? 0 : WNOHANG);
-    if (rc == r.pid) {
-      record_status(status, r.result.process);
-      return true;
-    }
-    if (rc < 0 && errno == EINTR) continue;
-    return rc < 0;  // ECHILD: nothing left to wait for
+bool reap(Running& r, bool block) { return reap_child(r.child, r.result.process, block); }
+
+// gpuctl was interrupted: the running children are stopped and the jobs not started yet are
+// marked interrupted without running.
+void stop_running(std::vector<Running>& running, std::chrono::milliseconds grace) {
+  std::vector<ChildToStop> stopping;
+  for (auto& r : running) {
+    r.close_fds();  // their output no longer matters
+    stopping.push_back({r.child, &r.result.process});
   }
+  stop_children(stopping, grace);
+}
+
+void stop_all(std::vector<Running>& running, std::vector<FanoutResult>& results, std::size_t next,
+              const std::function<void(Running&)>& finish) {
+  stop_running(running, kInterruptGrace);
+  for (auto& r : running) finish(r);
+  running.clear();
+  for (std::size_t i = next; i < results.size(); i++) results[i].process.interrupted = true;
 }
 
 }  // namespace
@@ -67,23 +76,31 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
     if (options.on_finish) options.on_finish(r.index);
   };
 
+  const int cancel = cancel_fd();
   while (next < jobs.size() || !running.empty()) {
+    if (cancelled()) {
+      stop_all(running, results, next, finish);
+      break;
+    }
     // Start children until the bound is reached.
     while (next < jobs.size() && running.size() < parallel) {
       const ProcessOptions& job = jobs[next];
       Running r;
       r.index = next++;
-      r.own_group = job.own_process_group;
       r.started = SteadyClock::now();
       if (job.timeout) r.deadline = r.started + *job.timeout;
-      ProcessOptions spawn = job;
-      GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(spawn));
+      auto spawned = spawn_child(job);
+      if (!spawned) {
+        stop_running(running, std::chrono::milliseconds(0));  // the machinery failed: none may outlive us
+        return fail(spawned.error());
+      }
+      SpawnedChild child = *spawned;
       if (child.start_error != 0) {
         r.result.process.start_error = child.start_error;
         finish(r);
         continue;
       }
-      r.pid = child.pid;
+      r.child = child;
       r.fds[0] = child.stdout_fd;
       r.fds[1] = child.stderr_fd;
       running.push_back(std::move(r));
@@ -109,6 +126,8 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
       }
       if (r.drained()) wait_ms = std::min<long long>(wait_ms, 5);
     }
+    const std::size_t streams = fds.size();
+    if (cancel >= 0) fds.push_back({cancel, POLLIN, 0});  // wakes the loop on Ctrl-C or SIGTERM
     int ready = ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
     if (ready < 0 && errno != EINTR) {
       for (auto& r : running) {
@@ -118,7 +137,7 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
       }
       return fail(Errc::process, fmt::format("waiting for the children's output: {}", std::strerror(errno)));
     }
-    for (std::size_t k = 0; ready > 0 && k < fds.size(); k++) {
+    for (std::size_t k = 0; ready > 0 && k < streams; k++) {
       if (fds[k].revents == 0) continue;
       auto [i, s] = owners[k];
       Running& r = running[i];

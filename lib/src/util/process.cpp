@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/cancel.hpp"
+
 extern char** environ;
 
 namespace gpuctl::util {
@@ -154,13 +156,15 @@ void record_status(int status, ProcessResult& result) {
 
 namespace {
 
-// Reads stdout (and stderr when captured) until both reach EOF or the deadline passes.
-// Returns false on the deadline.
-Result<bool> pump_output(Fd& out, Fd& err, ProcessResult& result,
-                         const std::optional<SteadyClock::time_point>& deadline) {
+enum class Ended { done, deadline, cancelled };
+
+// Reads stdout (and stderr when captured) until both reach EOF, the deadline passes or gpuctl
+// is interrupted (the cancel pipe wakes the poll).
+Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
   char buffer[16384];
+  const int cancel = cancel_fd();
   while (out.get() >= 0 || err.get() >= 0) {
-    pollfd fds[2];
+    pollfd fds[3];
     nfds_t count = 0;
     std::string* sinks[2];
     Fd* owners[2];
@@ -174,14 +178,16 @@ Result<bool> pump_output(Fd& out, Fd& err, ProcessResult& result,
       sinks[count] = &result.stderr_text;
       owners[count++] = &err;
     }
-    if (past(deadline)) return false;
+    const nfds_t streams = count;
+    if (cancel >= 0) fds[count++] = {cancel, POLLIN, 0};
+    if (cancelled()) return Ended::cancelled;
+    if (past(deadline)) return Ended::deadline;
     int ready = ::poll(fds, count, poll_timeout(deadline));
     if (ready < 0) {
       if (errno == EINTR) continue;
       return fail(Errc::process, fmt::format("waiting for the child's output: {}", std::strerror(errno)));
     }
-    if (ready == 0) continue;  // the deadline check above decides
-    for (nfds_t i = 0; i < count; ++i) {
+    for (nfds_t i = 0; ready > 0 && i < streams; ++i) {
       if (fds[i].revents == 0) continue;
       ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
@@ -191,37 +197,64 @@ Result<bool> pump_output(Fd& out, Fd& err, ProcessResult& result,
       }
     }
   }
-  return true;
+  return Ended::done;
 }
 
-// Waits for the child to exit; false when the deadline passes first.
-Result<bool> wait_child(pid_t pid, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
+// Waits for the child to exit, polling so a deadline or an interruption can end the wait.
+Ended wait_child(const SpawnedChild& child, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
   for (;;) {
-    int status = 0;
-    pid_t rc = ::waitpid(pid, &status, deadline ? WNOHANG : 0);
-    if (rc == pid) {
-      record_status(status, result);
-      return true;
-    }
-    if (rc < 0) {
-      if (errno == EINTR) continue;
-      return fail(Errc::process, fmt::format("waiting for the child process: {}", std::strerror(errno)));
-    }
-    if (past(deadline)) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (reap_child(child, result, false)) return Ended::done;
+    if (cancelled()) return Ended::cancelled;
+    if (past(deadline)) return Ended::deadline;
+    sleep_unless_cancelled(std::chrono::milliseconds(5));
   }
 }
 
-void kill_and_reap(pid_t pid, bool whole_group, ProcessResult& result) {
-  ::kill(whole_group ? -pid : pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  record_status(status, result);
+pid_t kill_target(const SpawnedChild& child) { return child.own_group ? -child.pid : child.pid; }
+
+void kill_and_reap(const SpawnedChild& child, ProcessResult& result) {
+  ::kill(kill_target(child), SIGKILL);
+  reap_child(child, result, true);
   result.timed_out = true;
 }
 
 }  // namespace
+
+bool reap_child(const SpawnedChild& child, ProcessResult& result, bool block) {
+  for (;;) {
+    int status = 0;
+    pid_t rc = ::waitpid(child.pid, &status, block ? 0 : WNOHANG);
+    if (rc == 0) return false;  // still running
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == child.pid) record_status(status, result);
+    // Reaped, or ECHILD (nothing left to wait for): either way it is no longer ours to kill.
+    unregister_child(kill_target(child));
+    return true;
+  }
+}
+
+void stop_children(const std::vector<ChildToStop>& children, std::chrono::milliseconds grace) {
+  for (const auto& c : children) ::kill(kill_target(c.child), SIGTERM);
+  std::vector<bool> reaped(children.size(), false);
+  const auto deadline = SteadyClock::now() + grace;
+  for (;;) {
+    bool all = true;
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      if (!reaped[i]) reaped[i] = reap_child(children[i].child, *children[i].result, false);
+      all = all && reaped[i];
+    }
+    if (all || SteadyClock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  for (std::size_t i = 0; i < children.size(); ++i) {
+    const auto& c = children[i];
+    // A group outlives its leader while anything in it runs (a command's own children): kill
+    // what is left of it too, not only a leader that ignored SIGTERM.
+    if (c.child.own_group || !reaped[i]) ::kill(kill_target(c.child), SIGKILL);
+    if (!reaped[i]) reap_child(c.child, *c.result, true);
+    c.result->interrupted = true;
+  }
+}
 
 Result<SpawnedChild> spawn_child(const ProcessOptions& options) {
   if (options.argv.empty() || options.argv.front().empty()) {
@@ -251,16 +284,22 @@ Result<SpawnedChild> spawn_child(const ProcessOptions& options) {
     child.pid = -1;
     return child;
   }
+  child.own_group = options.own_process_group;
+  register_child(kill_target(child));
   child.stdout_fd = out_pipe.read_end.release();
   child.stderr_fd = err_pipe.read_end.release();
   return child;
 }
 
 Result<ProcessResult> run_process(const ProcessOptions& options) {
+  ProcessResult result;
+  if (cancelled()) {  // interrupted already: start nothing new
+    result.interrupted = true;
+    return result;
+  }
   std::optional<SteadyClock::time_point> deadline;
   if (options.timeout) deadline = SteadyClock::now() + *options.timeout;
   GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(options));
-  ProcessResult result;
   if (child.start_error != 0) {
     result.start_error = child.start_error;
     return result;
@@ -269,19 +308,24 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   Fd err;
   out.adopt(child.stdout_fd);
   err.adopt(child.stderr_fd);
-  GPUCTL_TRY_ASSIGN(bool drained, pump_output(out, err, result, deadline));
-  if (!drained) {
-    kill_and_reap(child.pid, options.own_process_group, result);
-    return result;
+  auto pumped = pump_output(out, err, result, deadline);
+  if (!pumped) {
+    stop_children({{child, &result}}, std::chrono::milliseconds(0));
+    return fail(pumped.error());
   }
-  GPUCTL_TRY_ASSIGN(bool exited, wait_child(child.pid, result, deadline));
-  if (!exited) kill_and_reap(child.pid, options.own_process_group, result);
+  Ended ended = *pumped == Ended::done ? wait_child(child, result, deadline) : *pumped;
+  if (ended == Ended::deadline) kill_and_reap(child, result);
+  if (ended == Ended::cancelled) stop_children({{child, &result}});
   return result;
 }
 
 std::string describe_outcome(const ProcessResult& result) {
   if (result.start_error != 0) return fmt::format("could not be started: {}", std::strerror(result.start_error));
   if (result.timed_out) return "timed out and was killed";
+  if (result.interrupted) {
+    std::string by = cancel_signal_name();
+    return by.empty() ? "was stopped: gpuctl was interrupted" : fmt::format("was stopped: gpuctl was interrupted by {}", by);
+  }
   if (result.term_signal != 0) {
     return fmt::format("was killed by signal {} ({})", result.term_signal, ::strsignal(result.term_signal));
   }

@@ -182,10 +182,12 @@ struct DrainOptions {
   EvictionSlots* slots = nullptr;         // shared bound on evictions in flight; null: none
   std::function<void(std::chrono::milliseconds)> sleep;  // tests; default sleeps
   std::function<void(const DrainProgress&)> on_progress;
+  // Stops the drain as Ctrl-C does (util/cancel.hpp, always honoured): nothing new is started,
+  // accepted evictions stand, the node stays cordoned, the result says interrupted.
   const std::atomic<bool>* cancel = nullptr;
 };
 
-enum class DrainOutcome { drained, failed, timed_out };
+enum class DrainOutcome { drained, failed, timed_out, interrupted };
 std::string_view to_string(DrainOutcome outcome);
 
 struct NodeDrainResult {
@@ -205,7 +207,8 @@ Result<bool> eviction_supported(kube::Client& client);
 // Cordons, evicts and waits. Never throws; failures are in the result.
 NodeDrainResult drain_node(kube::Client& client, const json& node, const DrainOptions& options);
 
-// Drains nodes, at most `max_concurrent` at once (threads), in the given order.
+// Drains nodes, at most `max_concurrent` at once (threads), in the given order. Once
+// interrupted, the nodes not started yet are results with outcome interrupted and cordon "-".
 std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector<json>& nodes,
                                          const DrainOptions& options, int max_concurrent);
 
@@ -228,7 +231,8 @@ struct RollingResult {
   std::string ready;     // "ready", "not ready after 5m", ""
   std::string uncordon;  // "uncordoned", "failed: ...", ""
   bool ok = false;
-  bool not_started = false;  // stopped before this node
+  bool not_started = false;  // stopped before this node (after a failure, or interrupted)
+  bool interrupted = false;  // Ctrl-C or SIGTERM stopped this node's maintenance part-way
 };
 
 std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<json>& nodes,

@@ -44,6 +44,7 @@ enum class HostOutcome {
   timed_out,          // hung: the deadline killed it
   ssh_missing,        // the ssh program could not be started
   ssh_error,          // ssh failed (exit 255) for another reason
+  interrupted,        // gpuctl was interrupted (Ctrl-C, SIGTERM) before the node answered
 };
 std::string_view to_string(HostOutcome outcome);
 

@@ -29,7 +29,9 @@ struct FanoutResult {
 };
 
 // Every job's ProcessOptions is used as run_process would; each job's `timeout` is its deadline,
-// counted from its own start. An Error only when the machinery itself fails (no pipes).
+// counted from its own start. An Error only when the machinery itself fails (no pipes). When
+// gpuctl is interrupted (util/cancel.hpp) no further job starts, the running ones are stopped
+// (util::stop_children), and every job not finished by then has process.interrupted set.
 Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& jobs, const FanoutOptions& options);
 
 }  // namespace gpuctl::util

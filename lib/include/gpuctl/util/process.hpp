@@ -39,28 +39,49 @@ struct ProcessResult {
   int exit_code = -1;     // the exit status when the child exited normally, else -1
   int term_signal = 0;    // the signal that ended the child, else 0
   bool timed_out = false; // the timeout fired and the child was killed
+  // gpuctl was interrupted (util/cancel.hpp): the child was stopped (SIGTERM, then SIGKILL after
+  // a grace period), or was never started when the interruption came first (then pid was never set).
+  bool interrupted = false;
   std::string stdout_text;
   std::string stderr_text;  // only with capture_stderr
 
   bool started() const { return start_error == 0; }
-  bool success() const { return start_error == 0 && !timed_out && term_signal == 0 && exit_code == 0; }
+  bool success() const { return start_error == 0 && !timed_out && !interrupted && term_signal == 0 && exit_code == 0; }
 };
 
 // Runs the program and waits for it. An Error (Errc::process) means the runner itself failed
 // (no argv, pipe or spawn machinery failure); a program that cannot start, exits non-zero,
-// dies of a signal or times out is reported in the ProcessResult.
+// dies of a signal or times out is reported in the ProcessResult. When gpuctl is interrupted
+// (util::cancelled()) the child is stopped (see stop_children) and the result says interrupted;
+// once interrupted, nothing new is started.
 Result<ProcessResult> run_process(const ProcessOptions& options);
 
 // A started child whose output the caller reads itself (the ssh fan-out polls many at once).
 struct SpawnedChild {
   int start_error = 0;  // errno as in ProcessResult::start_error; then pid is -1
   int pid = -1;
+  bool own_group = true;  // leads its own process group (kills and the cancel registry use -pid)
   int stdout_fd = -1;  // read ends, owned by the caller (close them); stderr_fd is -1 unless captured
   int stderr_fd = -1;
 };
 // Starts the program as run_process would (same environment, stdin, process group and signal
-// setup) and returns at once; options.timeout is the caller's to enforce.
+// setup) and returns at once; options.timeout is the caller's to enforce. The child is in the
+// cancel registry (util/cancel.hpp) until reap_child or stop_children reaps it.
 Result<SpawnedChild> spawn_child(const ProcessOptions& options);
+// Waits for the child (blocking, or not with `block` false) and records its status; true once
+// it is reaped (or there was nothing to wait for), and then it leaves the cancel registry.
+bool reap_child(const SpawnedChild& child, ProcessResult& result, bool block);
+
+// How long interrupted children get between SIGTERM and SIGKILL.
+inline constexpr std::chrono::milliseconds kInterruptGrace{2000};
+struct ChildToStop {
+  SpawnedChild child;
+  ProcessResult* result = nullptr;  // status recorded, interrupted set
+};
+// Stops children because gpuctl was interrupted: SIGTERM to each one's process group, up to
+// `grace` for them to exit, then SIGKILL to whatever is left of each group; every child is
+// reaped before this returns.
+void stop_children(const std::vector<ChildToStop>& children, std::chrono::milliseconds grace = kInterruptGrace);
 // Fills exit_code/term_signal from a waitpid() status.
 void record_status(int status, ProcessResult& result);
 
