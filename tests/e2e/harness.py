@@ -153,6 +153,15 @@ def gpuctl(*args, context=None, env=None, input=None, timeout=180):
     return _run([gpuctl_bin(), *map(str, args)], env=e, input=input, timeout=timeout)
 
 
+def gpuctl_at(kubeconfig, *args, env=None, input=None, timeout=180):
+    """Runs the real gpuctl against any kubeconfig (a hostile server's, a broken one); needs no
+    cluster. Returns a Result that unpacks as (rc, stdout, stderr)."""
+    e = dict(os.environ)
+    e["KUBECONFIG"] = str(kubeconfig)
+    e.update(env or {})
+    return _run([gpuctl_bin(), *map(str, args)], env=e, input=input, timeout=timeout)
+
+
 def ssh_flags(minimal=False):
     """gpuctl's SSH flags for the simulated hosts.  minimal=True: only --ssh-config (the generated
     ssh_config sets user, port, identity, known_hosts and StrictHostKeyChecking yes)."""
