@@ -63,7 +63,7 @@ CHAOS_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 
 SSH_MODES = ("ok", "driver-not-loaded", "driver-mismatch", "gpu-lost", "gpu-unknown-error",
              "no-devices", "no-nvidia-smi", "permissions", "hang", "garbage", "inforom",
-             "hostkey-mismatch")
+             "hostkey-mismatch", "deep-xml")
 SSHD_SHARD = 16          # OpenSSH's MAX_LISTEN_SOCKS: one sshd listens on at most 16 addresses
 CONTEXTS = ("admin", "viewer", "nobody", "token", "badtoken")
 PROC_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -1400,7 +1400,7 @@ class Cluster:
             n = self.node(name)
             if not n["ssh"]["enabled"]:
                 raise ClusterError("node %s has no SSH host (ssh.enabled: false)" % name)
-            if mode in ("ok", "gpu-lost", "gpu-unknown-error", "garbage", "inforom") and not n["ssh"].get("fixture_path"):
+            if mode in ("ok", "gpu-lost", "gpu-unknown-error", "garbage", "inforom", "deep-xml") and not n["ssh"].get("fixture_path"):
                 raise ClusterError("node %s has no nvidia-smi fixture, so mode %s cannot be simulated" % (name, mode))
             n["ssh"]["mode"] = mode
             if gpu_index is not None:

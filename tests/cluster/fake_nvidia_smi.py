@@ -271,6 +271,17 @@ def garbage(xml):
     return xml[:cut] + "\x00\x00</nvidia_smi_log\n"
 
 
+def deep_xml(xml, depth=100000):
+    """A capture with a bomb inside the first GPU: elements nested `depth` levels, as a
+    compromised or broken node could send. The real tool never does; gpuctl must call that node's
+    output malformed and go on with the others."""
+    at = xml.find("<gpu ")
+    if at < 0:
+        at = xml.find("<gpu>")
+    bomb = "<x>" * depth + "</x>" * depth
+    return xml[:at] + bomb + xml[at:] if at >= 0 else bomb
+
+
 def main(argv):
     host = load_host()
     mode = host.get("mode", "ok")
@@ -339,6 +350,9 @@ def main(argv):
     xml = cap.render([blocks[i] for i in chosen])
     if mode == "garbage":
         out(garbage(xml))
+        return 0
+    if mode == "deep-xml":
+        out(deep_xml(xml))
         return 0
     out(xml)
     if mode == "inforom" and bad in chosen:
