@@ -1,6 +1,9 @@
 #include "ssh_flags.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -10,11 +13,16 @@ namespace gpuctl::cli {
 
 void add_ssh_flags(CLI::App& cmd, SshFlags& f) {
   const char* group = "SSH options";
-  cmd.add_option("--ssh-config", f.config_file, "ssh client configuration file (ssh -F); default: ~/.ssh/config")->group(group);
-  cmd.add_option("--ssh-user", f.user, "User to log in as on the nodes (ssh -l)")->group(group);
-  cmd.add_option("--ssh-port", f.port, "Port of the nodes' sshd (ssh -p)")->group(group);
-  cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i)")->group(group);
-  cmd.add_option("--ssh-option", f.options, "An ssh -o KEY=VALUE option; repeatable (e.g. ProxyJump=bastion)")->group(group);
+  cmd.add_option("--ssh-config", f.config_file,
+                 "ssh client configuration file (ssh -F); default: $GPUCTL_SSH_CONFIG, else ~/.ssh/config")
+      ->group(group);
+  cmd.add_option("--ssh-user", f.user, "User to log in as on the nodes (ssh -l); default: $GPUCTL_SSH_USER")->group(group);
+  cmd.add_option("--ssh-port", f.port, "Port of the nodes' sshd (ssh -p); default: $GPUCTL_SSH_PORT")->group(group);
+  cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i); default: $GPUCTL_SSH_IDENTITY")->group(group);
+  cmd.add_option("--ssh-option", f.options,
+                 "An ssh -o KEY=VALUE option; repeatable (e.g. ProxyJump=bastion). $GPUCTL_SSH_KNOWN_HOSTS adds "
+                 "UserKnownHostsFile=FILE unless one is given here")
+      ->group(group);
   cmd.add_option("--ssh-timeout", f.ssh_timeout, "Hard deadline per node, after which its ssh is killed (hung nvidia-smi)")
       ->default_str("60s")
       ->group(group);
@@ -29,7 +37,56 @@ void add_ssh_flags(CLI::App& cmd, SshFlags& f) {
       ->group(group);
 }
 
-Result<SshRequest> validate_ssh_flags(const SshFlags& f) {
+namespace {
+
+const char* non_empty(const EnvLookup& env, const char* name) {
+  const char* value = env(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+bool has_option(const std::vector<std::string>& options, std::string_view key) {
+  return std::any_of(options.begin(), options.end(), [&](const std::string& o) {
+    if (o.size() <= key.size() || o[key.size()] != '=') return false;
+    return std::equal(key.begin(), key.end(), o.begin(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    });
+  });
+}
+
+Result<int> port_from_environment(std::string_view text) {
+  int port = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
+  if (ec != std::errc() || end != text.data() + text.size() || port < 1 || port > 65535) {
+    return fail(Errc::invalid_argument,
+                fmt::format("GPUCTL_SSH_PORT=\"{}\": not a port (1-65535); set a port or unset the variable", text));
+  }
+  return port;
+}
+
+}  // namespace
+
+Result<SshFlags> with_ssh_environment(SshFlags f, const EnvLookup& env) {
+  if (const char* v = non_empty(env, "GPUCTL_SSH_CONFIG"); v && f.config_file.empty()) f.config_file = v;
+  if (const char* v = non_empty(env, "GPUCTL_SSH_IDENTITY"); v && f.identity_file.empty()) f.identity_file = v;
+  if (const char* v = non_empty(env, "GPUCTL_SSH_USER"); v && f.user.empty()) f.user = v;
+  if (const char* v = non_empty(env, "GPUCTL_SSH_PORT"); v && f.port == 0) {
+    GPUCTL_TRY_ASSIGN(f.port, port_from_environment(v));
+  }
+  if (const char* v = non_empty(env, "GPUCTL_SSH_KNOWN_HOSTS"); v && !has_option(f.options, "UserKnownHostsFile")) {
+    // ssh splits this option's value at blanks (several files); quotes keep a path with one whole.
+    std::string_view path = v;
+    bool blank = path.find_first_of(" \t") != std::string_view::npos;
+    f.options.push_back(blank ? fmt::format("UserKnownHostsFile=\"{}\"", path) : fmt::format("UserKnownHostsFile={}", path));
+  }
+  return f;
+}
+
+Result<SshRequest> validate_ssh_flags(const SshFlags& flags) {
+  return validate_ssh_flags(flags, [](const char* name) -> const char* { return std::getenv(name); });
+}
+
+Result<SshRequest> validate_ssh_flags(const SshFlags& flags, const EnvLookup& env) {
+  GPUCTL_TRY_ASSIGN(SshFlags f, with_ssh_environment(flags, env));
   SshRequest r;
   r.probe.ssh.config_file = f.config_file;
   r.probe.ssh.user = f.user;

@@ -1,5 +1,6 @@
 #pragma once
 // The flags of every command that reaches nodes over ssh (gpus, nodes --live, later diagnose).
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,17 @@ struct SshRequest {
   ops::ProbeOptions probe;
   ssh::AddressRule address_rule;
 };
-// Validates without I/O.
+
+// Reads one environment variable: null when unset. Tests pass their own.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// The flags with GPUCTL_SSH_CONFIG, _IDENTITY, _USER, _PORT and _KNOWN_HOSTS filled in where the
+// matching flag was not given (a flag always wins; an empty variable counts as unset), so that a
+// shell prepared once (`cluster.py env`, the sandbox) needs no --ssh-* flags on every command.
+Result<SshFlags> with_ssh_environment(SshFlags flags, const EnvLookup& env);
+
+// Validates without I/O, the GPUCTL_SSH_* variables read through env (the first: the process's).
 Result<SshRequest> validate_ssh_flags(const SshFlags& flags);
+Result<SshRequest> validate_ssh_flags(const SshFlags& flags, const EnvLookup& env);
 
 }  // namespace gpuctl::cli

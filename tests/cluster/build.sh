@@ -6,7 +6,7 @@
 # Why wrapper modules: k8s.io/kubernetes requires its staging modules at v0.0.0, which the proxy
 # does not serve, and etcd's server module carries ../ replace directives; both refuse
 # `go install pkg@version`. A tiny module of our own that replaces each staging module with its
-# published version builds them (see ../shared/docs/control-plane.md §2.2).
+# published version builds them (the versions are pinned below).
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.36.3}

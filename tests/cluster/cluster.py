@@ -217,12 +217,19 @@ def fixtures_dir():
     env = os.environ.get("GPUCTL_FIXTURES")
     if env:
         return Path(env).resolve()
-    # The repository sees the shared fixtures at ../shared/fixtures from its root.
-    for base in (HERE.parents[1], HERE.parents[1].parent):
-        for cand in (base / "shared" / "fixtures", base.parent / "shared" / "fixtures"):
-            if cand.is_dir():
-                return cand.resolve()
-    return (HERE.parents[2] / "shared" / "fixtures").resolve()
+    # tests/cluster -> tests/fixtures: the captures live in the repository, never beside it.
+    return (HERE.parent / "fixtures").resolve()
+
+
+def check_fleet_file(path):
+    """Raises ClusterError unless the fleet file exists, parses and names fixtures that exist."""
+    if not path.is_file():
+        raise ClusterError("fleet file %s not found" % path)
+    try:
+        doc = need_yaml().safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        raise ClusterError("fleet file %s is not YAML: %s" % (path, e))
+    expand_fleet(doc, str(path))
 
 
 def resolve_fixture(name):
@@ -787,11 +794,15 @@ class Cluster:
     # -- up ----------------------------------------------------------------------------------------
 
     def up(self, fleet_file=None):
+        """Starts the cluster (or reuses a running one) and applies the fleet. Everything it needs
+        is checked before anything starts, and a failure stops whatever this call started: a
+        half-started control plane would otherwise be reported as running and reused."""
         t0 = time.time()
         need_yaml()
         for tool in ("openssl", "ssh-keygen", "/usr/sbin/sshd", "ssh"):
             if not shutil.which(tool):
                 raise ClusterError("%s is missing: run scripts/install-deps.sh" % tool)
+        check_fleet_file(Path(fleet_file) if fleet_file else DEFAULT_FLEET)
         with self.locked():
             if self.state and self.alive():
                 log("cluster in %s is already running; reusing it" % self.dir)
@@ -799,15 +810,36 @@ class Cluster:
             else:
                 reused = False
                 if self.state or self.dir.exists() and any(p.name != ".lock" for p in self.dir.iterdir()):
-                    log("stale state in %s (processes gone); cleaning it up first" % self.dir)
+                    log("stale state in %s (processes gone or never ready); cleaning it up first" % self.dir)
                     self._teardown(keep_lock=True)
                 bin_dir = self.build()
-                self._start(bin_dir)
+                try:
+                    self._start(bin_dir)
+                except BaseException:
+                    self._stop_failed_up(locked=True)
+                    raise
         fleet = Path(fleet_file) if fleet_file else (None if reused else DEFAULT_FLEET)
-        if fleet:
-            self.apply_fleet_file(fleet)
+        try:
+            if fleet:
+                self.apply_fleet_file(fleet)
+            if not reused:
+                with self.locked():
+                    self.state["phase"] = "ready"   # only now: a cluster without its fleet is not ready
+                    self.save()
+        except BaseException:
+            if not reused:
+                self._stop_failed_up(locked=False)
+            raise
         log("cluster ready in %.1fs: export KUBECONFIG=%s  (cluster.json: %s)" % (time.time() - t0, self.kubeconfig, self.cluster_json))
         return self.cluster_json
+
+    def _stop_failed_up(self, locked):
+        log("up failed: stopping what it started (logs kept in %s)" % self.kept_logs)
+        if locked:
+            self._teardown(keep_lock=True)
+        else:
+            with self.locked():
+                self._teardown(keep_lock=True)
 
     def build(self):
         log("building or reusing the control-plane binaries (tests/cluster/build.sh)")
@@ -843,7 +875,7 @@ class Cluster:
         write_file(self.dir / "kwok-stages.yaml", kwok_stages())
         self.save()
         self.start_control_plane(Path(bin_dir))
-        self.state["phase"] = "ready"
+        self.state["phase"] = "control-plane-started"   # "ready" once up() has applied the fleet
         self.save()
 
     def start_control_plane(self, b):
@@ -1774,10 +1806,15 @@ def main(argv=None):
         elif a.cmd == "env":
             sys.stdout.write(c.env_lines())
         elif a.cmd == "status":
-            running = bool(c.load()) and c.alive()
-            print("%s: %s" % (c.dir, "running" if running else "not running"))
+            st = c.load()
+            running = bool(st) and c.alive()
             if running:
-                print(c.cluster_json)
+                print("%s: running\n%s" % (c.dir, c.cluster_json))
+            elif st and st.get("phase") != "ready":
+                print("%s: not ready (phase %s: an `up` failed or is still running; if none runs, "
+                      "`cluster.py down --state-dir %s`, then `up`)" % (c.dir, st.get("phase"), c.dir))
+            else:
+                print("%s: not running" % c.dir)
             return 0 if running else 1
     except ClusterError as e:
         print("cluster.py %s: error: %s" % (a.cmd, e), file=sys.stderr)

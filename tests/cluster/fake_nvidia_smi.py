@@ -8,7 +8,7 @@ $SSH_CONNECTION) and reads that node's host file, GPUCTL_SIM_STATE/ssh/hosts/<ip
 call, so `cluster.py ssh-mode` takes effect on the next command.
 
 It replays a real `nvidia-smi -q -x` capture (tests choose it in the fleet file) and reproduces
-real failure messages and exit codes (../shared/fixtures/nvidia-smi-errors).  Like the real tool
+real failure messages and exit codes (tests/fixtures/nvidia-smi-errors).  Like the real tool
 it writes its error messages to stdout.  Supported invocations:
 
     nvidia-smi -q -x            [-i|--id ID[,ID...]]   (also --query --xml-format, --id=ID, -i=ID)

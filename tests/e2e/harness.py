@@ -5,7 +5,7 @@ find it through environment variables that tests/e2e/CMakeLists.txt sets:
 
     GPUCTL_E2E_STATE   the cluster's state directory (holds cluster.json)
     GPUCTL_BIN         the gpuctl executable
-    GPUCTL_FIXTURES    ../shared/fixtures
+    GPUCTL_FIXTURES    the fixtures folder, tests/fixtures (cluster.json's fixtures_dir without it)
 
 Typical use:
 

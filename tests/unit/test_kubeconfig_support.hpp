@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "fakes/fixtures.hpp"  // GPUCTL_FIXTURES_DIR, GPUCTL_TEST_DATA_DIR
+
 namespace gpuctl_test {
 
 namespace fs = std::filesystem;
