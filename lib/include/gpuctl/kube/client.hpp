@@ -159,7 +159,7 @@ class Client {
  private:
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
   Result<void> authenticate(HttpRequest& request);
-  std::string url_for(std::string_view path, const Query& query) const;
+  Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;
   void sleep_for(std::chrono::milliseconds d) const;
 
   RestConfig config_;
