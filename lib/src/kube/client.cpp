@@ -308,12 +308,20 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
 
   bool exec_refreshed = false;
   int transport_retries = 0;
+  // Watches and streams (timeout 0) have no deadline; a request timeout bounds every retry.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (request.timeout.count() > 0) deadline = std::chrono::steady_clock::now() + request.timeout;
   for (int attempt = 1;; ++attempt) {
     // Interrupted (util/cancel.hpp): send nothing new, not even a retry.
     if (util::cancelled()) return fail(util::cancelled_error(request.method + " request not sent"));
     HttpRequest wire = request;
     wire.headers = base_headers;
     GPUCTL_TRY(authenticate(wire));
+    if (deadline) {
+      // A retry gets what is left of the call's deadline, never a fresh one.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      wire.timeout = std::max<std::chrono::milliseconds>(left, 1ms);
+    }
     auto started = std::chrono::steady_clock::now();
     Result<HttpResponse> sent = on_chunk ? transport_->send_streaming(wire, *on_chunk) : transport_->send(wire);
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
@@ -334,7 +342,9 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
         ++transport_retries;
         auto cap = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(transport_retries, 10)));
         std::uniform_int_distribution<long long> jitter(cap.count() / 2, std::max<long long>(cap.count(), 1));
-        sleep_for(std::chrono::milliseconds(jitter(rng)));
+        std::chrono::milliseconds backoff(jitter(rng));
+        if (deadline && std::chrono::steady_clock::now() + backoff > *deadline) return sent;
+        sleep_for(backoff);
         continue;
       }
       return sent;
@@ -359,8 +369,18 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
     // The eviction API's budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
     if (retryable && attempt <= options_.max_retries) {
-      auto wait = std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap);
-      sleep_for(std::max<std::chrono::milliseconds>(wait, 1ms));
+      auto wait = std::max<std::chrono::milliseconds>(
+          std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap), 1ms);
+      if (deadline && std::chrono::steady_clock::now() + wait > *deadline) {
+        return fail(Errc::timeout, fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would pass --request-timeout {}s; retry later or raise --request-timeout",
+                                               wire.method, path_of(wire.url), response.status, *error.retry_after_seconds,
+                                               fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
+      }
+      if (options_.on_wait && wait >= 1s) {
+        options_.on_wait(fmt::format("waiting {}s: the API server is throttling requests ({}, Retry-After)",
+                                     std::chrono::duration_cast<std::chrono::seconds>(wait).count(), response.status));
+      }
+      sleep_for(wait);
       continue;
     }
     return fail(std::move(error));
