@@ -67,6 +67,8 @@ Result<kube::Client*> AppContext::client() {
   options.stdin_is_terminal = streams_.stdin_is_terminal;
   std::ostream& err = streams_.err;
   options.on_warning = [&err](std::string_view text) { err << "Warning: " << text << '\n'; };
+  // Said at every verbosity: without it a throttled call looks like a hang.
+  options.on_wait = [&err](std::string_view text) { err << text << '\n'; };
   if (globals_.verbosity >= 1) {
     int verbosity = globals_.verbosity;
     options.on_request = [&err, verbosity](const kube::RequestLog& log) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/exec_credential.hpp"
+#include "gpuctl/kube/paths.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "kube/config_internal.hpp"
 
@@ -47,6 +48,9 @@ std::string Query::encode() const {
 }
 
 namespace {
+
+// 10,000 pages of 500 are 5 million objects: far beyond any cluster, short of forever.
+constexpr int kMaxListPages = 10000;
 
 bool is_idempotent(std::string_view method) { return method == "GET"; }
 
@@ -202,9 +206,39 @@ void Client::sleep_for(std::chrono::milliseconds d) const {
   }
 }
 
-std::string Client::url_for(std::string_view path, const Query& query) const {
+Result<std::string> Client::url_for(std::string_view method, std::string_view path, const Query& query) const {
+  // Refused before anything is sent: "-n .." must never become a cluster-wide request.
+  if (auto problem = paths::unsafe_path_problem(path); !problem.empty()) {
+    return fail(Errc::invalid_argument,
+                fmt::format("refusing to send {} {}: the path {}; a namespace or object name is not a valid Kubernetes name",
+                            method, path, problem));
+  }
   return config_.server + std::string(path) + query.encode();
 }
+
+namespace {
+// A header value with CR, LF or another control character would add headers of its own
+// (Impersonate-Group: system:masters); refused as client-go does. The value is never printed.
+Result<void> check_header_value(std::string_view value, std::string_view field, std::string_view origin) {
+  bool has_control = std::any_of(value.begin(), value.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+  if (!has_control) return {};
+  return fail(Errc::config, fmt::format("{}: {} contains a control character (a line break?); it cannot be sent as an HTTP header, fix the value",
+                                        origin, field));
+}
+
+Result<void> check_impersonation(const RestConfig& config) {
+  GPUCTL_TRY(check_header_value(config.impersonate_user, "as (impersonated user)", config.origin));
+  GPUCTL_TRY(check_header_value(config.impersonate_uid, "as-uid", config.origin));
+  for (const auto& g : config.impersonate_groups) GPUCTL_TRY(check_header_value(g, "as-groups", config.origin));
+  for (const auto& [key, values] : config.impersonate_extra) {
+    for (const auto& v : values) GPUCTL_TRY(check_header_value(v, "as-user-extra", config.origin));
+  }
+  return {};
+}
+}  // namespace
 
 Result<void> Client::authenticate(HttpRequest& request) {
   request.client_cert_pem = config_.client_cert_pem;
@@ -229,15 +263,23 @@ Result<void> Client::authenticate(HttpRequest& request) {
     }
     if (!token_file_->token.empty()) token = token_file_->token;
   }
+  const char* token_field = token_file_ && token == token_file_->token && !token.empty() ? "tokenFile contents" : "token";
   if (exec_) {
     Result<ExecCredential> cred = exec_->get();
     if (!cred) return fail(cred.error());
-    if (!cred->token.empty()) token = cred->token;
+    if (!cred->token.empty()) {
+      token = cred->token;
+      token_field = "the exec credential plugin's token";
+    }
     if (!cred->client_cert_pem.empty()) {
       request.client_cert_pem = cred->client_cert_pem;
       request.client_key_pem = cred->client_key_pem;
     }
   }
+  GPUCTL_TRY(check_header_value(token, token_field, config_.origin));
+  GPUCTL_TRY(check_header_value(config_.username, "username", config_.origin));
+  GPUCTL_TRY(check_header_value(config_.password, "password", config_.origin));
+  GPUCTL_TRY(check_impersonation(config_));
   if (!token.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + token);
   } else if (!config_.username.empty() || !config_.password.empty()) {
@@ -266,18 +308,26 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
 
   bool exec_refreshed = false;
   int transport_retries = 0;
+  // Watches and streams (timeout 0) have no deadline; a request timeout bounds every retry.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (request.timeout.count() > 0) deadline = std::chrono::steady_clock::now() + request.timeout;
   for (int attempt = 1;; ++attempt) {
     // Interrupted (util/cancel.hpp): send nothing new, not even a retry.
     if (util::cancelled()) return fail(util::cancelled_error(request.method + " request not sent"));
     HttpRequest wire = request;
     wire.headers = base_headers;
     GPUCTL_TRY(authenticate(wire));
+    if (deadline) {
+      // A retry gets what is left of the call's deadline, never a fresh one.
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
+      wire.timeout = std::max<std::chrono::milliseconds>(left, 1ms);
+    }
     auto started = std::chrono::steady_clock::now();
     Result<HttpResponse> sent = on_chunk ? transport_->send_streaming(wire, *on_chunk) : transport_->send(wire);
     auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
     if (options_.on_request) {
-      RequestLog log{wire.method, wire.url, sent ? sent->status : 0, elapsed, attempt,
-                     sent ? std::string() : sent.error().message, {}, false, {}};
+      RequestLog log{wire.method, redact_url(wire.url), sent ? sent->status : 0, elapsed, attempt,
+                     sent ? std::string() : redact_urls_in(sent.error().message), {}, false, {}};
       if (sent) {
         log.protocol = sent->protocol;
         log.new_connection = sent->new_connection;
@@ -292,7 +342,9 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
         ++transport_retries;
         auto cap = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(transport_retries, 10)));
         std::uniform_int_distribution<long long> jitter(cap.count() / 2, std::max<long long>(cap.count(), 1));
-        sleep_for(std::chrono::milliseconds(jitter(rng)));
+        std::chrono::milliseconds backoff(jitter(rng));
+        if (deadline && std::chrono::steady_clock::now() + backoff > *deadline) return sent;
+        sleep_for(backoff);
         continue;
       }
       return sent;
@@ -317,8 +369,18 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
     // The eviction API's budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
     if (retryable && attempt <= options_.max_retries) {
-      auto wait = std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap);
-      sleep_for(std::max<std::chrono::milliseconds>(wait, 1ms));
+      auto wait = std::max<std::chrono::milliseconds>(
+          std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap), 1ms);
+      if (deadline && std::chrono::steady_clock::now() + wait > *deadline) {
+        return fail(Errc::timeout, fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would pass --request-timeout {}s; retry later or raise --request-timeout",
+                                               wire.method, path_of(wire.url), response.status, *error.retry_after_seconds,
+                                               fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
+      }
+      if (options_.on_wait && wait >= 1s) {
+        options_.on_wait(fmt::format("waiting {}s: the API server is throttling requests ({}, Retry-After)",
+                                     std::chrono::duration_cast<std::chrono::seconds>(wait).count(), response.status));
+      }
+      sleep_for(wait);
       continue;
     }
     return fail(std::move(error));
@@ -340,32 +402,38 @@ Result<json> parse_json_body(const HttpResponse& response, std::string_view what
 Result<json> Client::get(std::string_view path, const Query& query) {
   HttpRequest req;
   req.method = "GET";
-  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
-  return parse_json_body(resp, fmt::format("GET {}", path));
+  // A 200 with no object (an empty body, null, [] from a broken proxy) is not "nothing there".
+  if (resp.body.empty()) return fail(Errc::parse, fmt::format("GET {}: the API server answered 200 with an empty body (expected a JSON object)", path));
+  GPUCTL_TRY_ASSIGN(json object, parse_json_body(resp, fmt::format("GET {}", path)));
+  if (!object.is_object()) {
+    return fail(Errc::parse, fmt::format("GET {}: the API server answered with a JSON {} (expected an object)", path, object.type_name()));
+  }
+  return object;
 }
 
 Result<std::string> Client::get_text(std::string_view path, const Query& query) {
   HttpRequest req;
   req.method = "GET";
-  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
   return std::move(resp.body);
 }
 
 namespace {
-std::string write_query_params(const WriteOptions& options, Query query = {}) {
+Query write_query_params(const WriteOptions& options, Query query = {}) {
   query.add_if(options.dry_run, "dryRun", "All");
   query.add_if(!options.field_validation.empty(), "fieldValidation", options.field_validation);
   query.add_if(!options.field_manager.empty(), "fieldManager", options.field_manager);
-  return query.encode();
+  return query;
 }
 }  // namespace
 
 Result<json> Client::create(std::string_view path, const json& body, const WriteOptions& options) {
   HttpRequest req;
   req.method = "POST";
-  req.url = config_.server + std::string(path) + write_query_params(options);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("POST", path, write_query_params(options)));
   req.headers.emplace_back("Content-Type", "application/json");
   req.body = body.dump();
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
@@ -375,7 +443,7 @@ Result<json> Client::create(std::string_view path, const json& body, const Write
 Result<json> Client::replace(std::string_view path, const json& body, const WriteOptions& options) {
   HttpRequest req;
   req.method = "PUT";
-  req.url = config_.server + std::string(path) + write_query_params(options);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("PUT", path, write_query_params(options)));
   req.headers.emplace_back("Content-Type", "application/json");
   req.body = body.dump();
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
@@ -385,7 +453,7 @@ Result<json> Client::replace(std::string_view path, const json& body, const Writ
 Result<json> Client::patch(std::string_view path, PatchType type, const json& body, const WriteOptions& options) {
   HttpRequest req;
   req.method = "PATCH";
-  req.url = config_.server + std::string(path) + write_query_params(options);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("PATCH", path, write_query_params(options)));
   switch (type) {
     case PatchType::merge: req.headers.emplace_back("Content-Type", "application/merge-patch+json"); break;
     case PatchType::strategic_merge: req.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json"); break;
@@ -399,7 +467,7 @@ Result<json> Client::patch(std::string_view path, PatchType type, const json& bo
 Result<json> Client::remove(std::string_view path, const json& delete_options, const WriteOptions& options) {
   HttpRequest req;
   req.method = "DELETE";
-  req.url = config_.server + std::string(path) + write_query_params(options);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("DELETE", path, write_query_params(options)));
   if (!delete_options.is_null()) {
     // With a DeleteOptions body the API server reads dryRun from the body only and ignores the
     // query parameter: without this a "dry-run" delete with a body really deletes.
@@ -444,14 +512,25 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
       return fail(page.error());
     }
     ++result.pages;
-    if (!page->is_object()) return fail(Errc::parse, fmt::format("GET {}: expected a list object", path));
-    if (auto items = page->find("items"); items != page->end() && items->is_array()) {
-      for (auto& item : *items) result.items.push_back(std::move(item));
+    auto items = page->find("items");
+    if (items == page->end() || !items->is_array()) {
+      return fail(Errc::parse, fmt::format("GET {}: the API server's list answer has {} (expected an \"items\" array); a proxy in between may be broken",
+                                           path, items == page->end() ? "no \"items\"" : fmt::format("\"items\" as a JSON {}", items->type_name())));
     }
-    const json& metadata = page->contains("metadata") ? (*page)["metadata"] : json::object();
-    result.resource_version = metadata.value("resourceVersion", "");
-    token = metadata.value("continue", "");
-    if (token.empty() || options.limit <= 0) break;
+    for (auto& item : *items) result.items.push_back(std::move(item));
+    auto metadata = page->find("metadata");
+    bool has_metadata = metadata != page->end() && metadata->is_object();
+    result.resource_version = has_metadata ? metadata->value("resourceVersion", "") : "";
+    std::string next = has_metadata ? metadata->value("continue", "") : "";
+    if (next.empty() || options.limit <= 0) break;
+    // A server whose continue token never changes would page forever.
+    if (next == token) {
+      return fail(Errc::api, fmt::format("GET {}: the API server sent the same continue token twice; the list would never end", path));
+    }
+    if (result.pages >= kMaxListPages) {
+      return fail(Errc::api, fmt::format("GET {}: the list did not end after {} pages (the limit); the API server keeps sending continue tokens", path, kMaxListPages));
+    }
+    token = std::move(next);
   }
   return result;
 }
@@ -467,7 +546,7 @@ Result<void> Client::watch(std::string_view path, const WatchOptions& options,
   query.add_if(options.timeout_seconds > 0, "timeoutSeconds", std::to_string(options.timeout_seconds));
   HttpRequest req;
   req.method = "GET";
-  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("WATCH", path, query));
   // The server ends the watch after timeoutSeconds; give it room before we give up ourselves.
   req.timeout = options.timeout_seconds > 0 ? std::chrono::seconds(options.timeout_seconds + 30) : std::chrono::milliseconds(0);
 
@@ -515,7 +594,7 @@ Result<void> Client::stream_text(std::string_view path, const Query& query,
                                  const std::function<bool(std::string_view)>& on_chunk) {
   HttpRequest req;
   req.method = "GET";
-  req.url = url_for(path, query);
+  GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
   req.timeout = std::chrono::milliseconds(0);
   BodyChunkHandler handler = [&](std::string_view chunk) { return on_chunk(chunk); };
   GPUCTL_TRY(send_impl(std::move(req), &handler));

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/transport.hpp"
 #include "kube/config_internal.hpp"
 
 namespace gpuctl::kube::detail {
@@ -82,12 +84,12 @@ Result<std::string> normalize_server(const std::string& server) {
     scheme = lower(server.substr(0, pos));
     rest = server.substr(pos + 3);
     if (scheme != "http" && scheme != "https") {
-      return fail(Errc::config, fmt::format("server: unsupported protocol scheme \"{}\" in \"{}\" (want https://)", scheme, server));
+      return fail(Errc::config, fmt::format("server: unsupported protocol scheme \"{}\" in \"{}\" (want https://)", scheme, redact_url(server)));
     }
   }
   rest = rest.substr(0, rest.find_first_of("?#"));
   while (!rest.empty() && rest.back() == '/') rest.pop_back();
-  if (rest.empty()) return fail(Errc::config, fmt::format("server: no host in \"{}\"", server));
+  if (rest.empty()) return fail(Errc::config, fmt::format("server: no host in \"{}\"", redact_url(server)));
   return scheme + "://" + rest;
 }
 
@@ -140,7 +142,7 @@ void validate_cluster(const KcCluster& c, std::vector<Problem>& out) {
   auto add = [&](const std::string& text) { out.push_back({c.origin, fmt::format("cluster \"{}\": {}", c.name, text)}); };
   if (c.server.empty()) add("server: no server defined");
   if (!c.proxy_url.empty()) {
-    if (auto p = proxy_url_problem(c.proxy_url)) add(fmt::format("proxy-url: invalid 'proxy-url' \"{}\": {}", c.proxy_url, *p));
+    if (auto p = proxy_url_problem(c.proxy_url)) add(fmt::format("proxy-url: invalid 'proxy-url' \"{}\": {}", redact_url(c.proxy_url), *p));
   }
   if (!c.certificate_authority.empty() && !c.certificate_authority_data.empty()) {
     add("certificate-authority-data and certificate-authority are both specified (kubectl refuses this too): keep one");
@@ -353,8 +355,17 @@ Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& 
   rc.user = ctx->user;
   rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
   if (options.namespace_name && !options.namespace_name->empty()) {
+    // The -n flag: a usage error (exit 2), refused before anything is sent.
+    if (auto problem = paths::dns_label_problem(*options.namespace_name); !problem.empty()) {
+      return fail(Errc::invalid_argument, fmt::format("-n/--namespace: \"{}\" is not a valid namespace name: it {}",
+                                                      *options.namespace_name, problem));
+    }
     rc.namespace_name = *options.namespace_name;
   } else if (!ctx->namespace_name.empty()) {
+    if (auto problem = paths::dns_label_problem(ctx->namespace_name); !problem.empty()) {
+      return fail(Errc::config, fmt::format("{}: context \"{}\": namespace \"{}\" is not a valid namespace name: it {}; fix the kubeconfig",
+                                            ctx->origin, ctx->name, ctx->namespace_name, problem));
+    }
     rc.namespace_name = ctx->namespace_name;
   }
   auto server = normalize_server(cluster->server);

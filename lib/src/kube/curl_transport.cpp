@@ -70,6 +70,7 @@ struct Exchange {
   HttpResponse response;
   const BodyChunkHandler* on_chunk = nullptr;
   bool stopped_by_handler = false;
+  bool body_too_large = false;
   bool status_seen = false;
 };
 
@@ -103,6 +104,11 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
       return 0;  // makes curl stop with CURLE_WRITE_ERROR, which we treat as a clean stop
     }
     return chunk.size();
+  }
+  // Counted after decompression (curl hands us decoded bytes): a 1 MB gzip bomb stops here.
+  if (ex->response.body.size() + chunk.size() > kMaxResponseBodyBytes) {
+    ex->body_too_large = true;
+    return 0;
   }
   ex->response.body.append(chunk);
   return chunk.size();
@@ -196,6 +202,8 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    // Never resolve "." or ".." segments: the path sent is the path the client checked.
+    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
     if (!settings_.disable_compression) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
     if (!settings_.user_agent.empty()) curl_easy_setopt(h, CURLOPT_USERAGENT, settings_.user_agent.c_str());
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
@@ -265,12 +273,16 @@ class CurlTransport final : public Transport {
     release(std::move(handle));
 
     if (rc == CURLE_WRITE_ERROR && ex.stopped_by_handler) return std::move(ex.response);
+    if (rc == CURLE_WRITE_ERROR && ex.body_too_large) {
+      return fail(Errc::io, fmt::format("{} {}: the API server's answer is larger than {} MiB after decompression (the limit); refusing to read more",
+                                        request.method, server_of(request.url), kMaxResponseBodyBytes >> 20));
+    }
     if (rc != CURLE_OK) return fail(describe_failure(rc, error_buffer, request));
     return std::move(ex.response);
   }
 
   Error describe_failure(CURLcode rc, const char* detail, const HttpRequest& request) const {
-    std::string why = detail[0] != '\0' ? detail : curl_easy_strerror(rc);
+    std::string why = redact_urls_in(detail[0] != '\0' ? detail : curl_easy_strerror(rc));
     std::string where = server_of(request.url);
     Error e;
     e.code = Errc::transport;
@@ -288,21 +300,29 @@ class CurlTransport final : public Transport {
       case CURLE_COULDNT_CONNECT:
         if (!settings_.proxy_url.empty()) {
           e.message = fmt::format("cannot connect to the API server {} through the proxy {} ({}); is the proxy running, and is the kubeconfig's proxy-url right?",
-                                  where, settings_.proxy_url, why);
+                                  where, redact_url(settings_.proxy_url), why);
         } else {
           e.message = fmt::format("cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?", where, why);
         }
         break;
       case CURLE_PROXY:
         e.message = fmt::format("the proxy {} refused to connect to the API server {} ({}); check the kubeconfig's proxy-url and the proxy's rules",
-                                settings_.proxy_url, where, why);
+                                redact_url(settings_.proxy_url), where, why);
         break;
       case CURLE_PEER_FAILED_VERIFICATION:
         e.message = fmt::format("the API server {} presented a certificate that could not be verified ({}); check certificate-authority(-data) or tls-server-name in your kubeconfig", where, why);
         break;
+      case CURLE_SSL_CONNECT_ERROR:
+        // A reset or EOF in the handshake is the server going away, not bad credentials.
+        if (why.find("reset") != std::string::npos || why.find("EOF") != std::string::npos ||
+            why.find("Connection closed") != std::string::npos || why.find("unexpected eof") != std::string::npos) {
+          e.transient = true;
+          e.message = fmt::format("the API server {} closed the connection during the TLS handshake ({}); retry, or check that it is healthy", where, why);
+          break;
+        }
+        [[fallthrough]];
       case CURLE_SSL_CERTPROBLEM:
       case CURLE_SSL_CIPHER:
-      case CURLE_SSL_CONNECT_ERROR:
       case CURLE_SSL_CACERT_BADFILE:
         e.message = fmt::format("TLS handshake with {} failed ({}); check the client certificate, key and CA in your kubeconfig", where, why);
         break;
@@ -325,8 +345,8 @@ class CurlTransport final : public Transport {
 
   static std::string server_of(const std::string& url) {
     UrlParts parts;
-    if (!split_url(url, parts)) return url;
-    return parts.scheme + "://" + parts.host + ":" + parts.port;
+    if (!split_url(url, parts)) return redact_url(url);
+    return redact_url(parts.scheme + "://" + parts.host + ":" + parts.port);
   }
 
   static constexpr size_t kLocks = 8;

@@ -98,8 +98,20 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   std::size_t pos = 0;
   while (pos < text.size()) {
     std::size_t start = pos;
-    while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
-    if (pos == start) return bad("expected a number");
+    // Go's grammar: digits, optionally "." and more digits; at least one digit in all.
+    auto digits = [&] {
+      std::size_t from = pos;
+      while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+      return pos - from;
+    };
+    std::size_t whole = digits();
+    std::size_t fraction = 0;
+    if (pos < text.size() && text[pos] == '.') {
+      ++pos;
+      fraction = digits();
+    }
+    if (whole + fraction == 0) return bad("expected a number");
+    if (pos < text.size() && text[pos] == '.') return bad("a number has at most one decimal point");
     std::string number(text.substr(start, pos - start));
     long double value = 0;
     try {
@@ -108,10 +120,12 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
       return bad("expected a number");
     }
     std::size_t unit_start = pos;
-    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) ++pos;
+    while (pos < text.size() && (std::isalpha(static_cast<unsigned char>(text[pos])) || static_cast<unsigned char>(text[pos]) >= 0x80)) ++pos;
     std::string_view unit = text.substr(unit_start, pos - unit_start);
     long double factor;
-    if (unit == "ms") factor = 1;
+    if (unit == "ns") factor = 1e-6L;
+    else if (unit == "us" || unit == "\u00b5s") factor = 1e-3L;
+    else if (unit == "ms") factor = 1;
     else if (unit == "s") factor = 1000;
     else if (unit == "m") factor = 60'000;
     else if (unit == "h") factor = 3'600'000;
@@ -119,6 +133,7 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
     else if (unit.empty()) return bad("missing unit");
     else return bad(fmt::format("unknown unit \"{}\"", unit));
     total_ms += value * factor;
+    if (total_ms > 1e15L) return bad("too large");
   }
   if (total_ms > 1e15L) return bad("too large");
   return std::chrono::milliseconds(static_cast<long long>(total_ms));

@@ -103,7 +103,8 @@ struct RequestLog {
 };
 
 struct ClientOptions {
-  // Per-request deadline (--request-timeout); zero: none. Watches use their own.
+  // Per-request deadline (--request-timeout); zero: none. Watches use their own. It also bounds
+  // the whole call: retries and Retry-After waits that would pass it are not started.
   std::chrono::milliseconds request_timeout{0};
   // Retries of 429/5xx answers that carry Retry-After, and of GETs that failed in transport.
   int max_retries = 10;
@@ -116,6 +117,9 @@ struct ClientOptions {
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<void(const RequestLog&)> on_request;  // -v
   std::function<void(std::string_view)> on_warning;   // text of each Warning: header
+  // Said before each wait of 1 s or more for a throttling server (429/5xx with Retry-After),
+  // e.g. "waiting 5s: the API server is throttling requests (429, Retry-After)".
+  std::function<void(std::string_view)> on_wait;
   bool stdin_is_terminal = false;                     // exec plugins may prompt only then
 };
 
@@ -159,7 +163,7 @@ class Client {
  private:
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
   Result<void> authenticate(HttpRequest& request);
-  std::string url_for(std::string_view path, const Query& query) const;
+  Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;
   void sleep_for(std::chrono::milliseconds d) const;
 
   RestConfig config_;

@@ -6,6 +6,16 @@
 
 namespace gpuctl::kube::paths {
 
+// Kubernetes' name rules, the one validator for every name gpuctl puts into a path. Each
+// returns what is wrong ("must ...") or "" when the name is valid.
+std::string dns_label_problem(std::string_view name);      // namespaces: RFC 1123 label, 63 chars
+std::string dns_subdomain_problem(std::string_view name);  // nodes, most objects: 253 chars
+
+// What makes `path` unsafe to send: a segment that is empty, "." or ".." (also percent-encoded),
+// which a URL library or proxy would resolve into another resource (`-n ..` turned a namespaced
+// delete into a cluster-wide one). "" when every segment is a plain name.
+std::string unsafe_path_problem(std::string_view path);
+
 std::string nodes();
 std::string node(std::string_view name);
 std::string node_status(std::string_view name);

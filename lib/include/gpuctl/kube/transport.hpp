@@ -74,4 +74,16 @@ struct TransportSettings {
 // gzip, TLS verification on unless told otherwise, CA and client keys taken from memory.
 std::unique_ptr<Transport> make_curl_transport(const TransportSettings& settings);
 
+// The one redaction every message and log line that quotes a URL goes through: the userinfo
+// of "scheme://user:password@host/..." (server and proxy URLs) becomes "***@", so neither a
+// user name nor a password is ever printed. Text without userinfo comes back unchanged.
+std::string redact_url(std::string_view url);
+
+// Redacts every URL found in free text (libcurl's error messages quote the proxy URL).
+std::string redact_urls_in(std::string_view text);
+
+// The most a response body may grow to, counted after decompression: far above a list of
+// 50,000 full pods, far below what exhausts memory (a gzip bomb).
+inline constexpr std::size_t kMaxResponseBodyBytes = std::size_t{512} << 20;
+
 }  // namespace gpuctl::kube
