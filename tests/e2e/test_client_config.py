@@ -157,6 +157,24 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             "interactiveMode": "Never", "installHint": "Install it with: gcloud components install gke-gcloud-auth-plugin"}}))
         self.assert_one_line_error(missing, "gke-gcloud-auth-plugin-not-installed", "gcloud components install")
 
+    def test_exec_plugin_that_floods_stdout_is_stopped(self):
+        # A broken plugin writing without end: stopped at the limit instead of filling memory.
+        flood = self.plugin("flood-plugin.sh", 'exec yes "{}"\n')
+        r = self.nodes(self.kubeconfig("exec-flood", user={"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(flood), "interactiveMode": "Never"}}))
+        self.assert_one_line_error(r, "wrote more than 4 MiB to stdout", "flood-plugin.sh")
+
+    def test_slow_exec_plugin_is_announced_and_still_awaited(self):
+        # Like kubectl, gpuctl waits for a plugin (it may wait for a browser login), but says so.
+        slow = self.plugin("slow-plugin.sh", """sleep 7
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}'
+""" % self.info["tokens"]["token"])
+        r = self.nodes(self.kubeconfig("exec-slow", user={"exec": {
+            "apiVersion": "client.authentication.k8s.io/v1", "command": str(slow), "interactiveMode": "Never"}}))
+        self.assert_works(r)
+        self.assertIn("still waiting for the exec credential plugin " + str(slow), r.stderr)
+        self.assertIn("Ctrl-C stops it", r.stderr)
+
     # -- TLS --------------------------------------------------------------------------------
 
     def test_tls_server_name(self):

@@ -238,6 +238,16 @@ TEST_CASE("exec: a failed run is not cached", "[exec]") {
   CHECK(p.runs() == 2);
 }
 
+TEST_CASE("exec: a plugin that floods stdout is stopped at the limit", "[exec]") {
+  Plugin p;
+  p.set("PLUGIN_FLOOD", "1");
+  ExecCredentialSource source(p.config, false);
+  auto e = expect_failure(source.get());
+  CHECK(e.code == gpuctl::Errc::process);
+  CHECK(e.message == p.prefix() + "exec: executable " + test_data("exec-plugin.sh") +
+                         " wrote more than 4 MiB to stdout (the limit for an ExecCredential) and was stopped; check the plugin");
+}
+
 TEST_CASE("exec: malformed plugin output is reported like client-go", "[exec]") {
   auto failure_for = [](const std::vector<std::pair<std::string, std::string>>& vars, const std::string& api = kV1) {
     Plugin p(api);

@@ -130,3 +130,48 @@ TEST_CASE("util::run_process timeout also fires after the child closed its outpu
   CHECK(r.timed_out);
   CHECK(r.term_signal == SIGKILL);
 }
+
+TEST_CASE("util::run_process stops a child whose output passes max_output_bytes", "[process]") {
+  // `yes` writes forever: without the budget gpuctl's memory would grow until it was killed.
+  auto o = args({"yes", "flood"});
+  o.max_output_bytes = 1 << 20;
+  auto r = run(o);
+  CHECK(r.output_too_large);
+  CHECK_FALSE(r.timed_out);
+  CHECK_FALSE(r.success());
+  CHECK(r.stdout_text.size() > std::size_t{1} << 20);
+  CHECK(r.stdout_text.size() < std::size_t{2} << 20);
+  CHECK(gpuctl::util::describe_outcome(r) == "wrote more output than gpuctl reads and was killed");
+
+  auto small = args({"sh", "-c", "echo fits"});
+  small.max_output_bytes = 1 << 20;
+  auto fits = run(small);
+  CHECK(fits.success());
+  CHECK(fits.stdout_text == "fits\n");
+}
+
+TEST_CASE("util::run_process tells the caller once when a child outlives notice_after, and keeps waiting", "[process]") {
+  int notices = 0;
+  auto slow = args({"sh", "-c", "sleep 0.4; echo done"});
+  slow.notice_after = std::chrono::milliseconds(50);
+  slow.on_notice = [&notices] { ++notices; };
+  auto r = run(slow);
+  CHECK(r.success());
+  CHECK(r.stdout_text == "done\n");
+  CHECK(notices == 1);
+
+  // A child that closed its output is still watched while gpuctl waits for it to exit.
+  notices = 0;
+  auto silent = args({"sh", "-c", "exec >/dev/null 2>&1; sleep 0.4"});
+  silent.notice_after = std::chrono::milliseconds(50);
+  silent.on_notice = [&notices] { ++notices; };
+  CHECK(run(silent).success());
+  CHECK(notices == 1);
+
+  notices = 0;
+  auto quick = args({"true"});
+  quick.notice_after = std::chrono::seconds(30);
+  quick.on_notice = [&notices] { ++notices; };
+  CHECK(run(quick).success());
+  CHECK(notices == 0);
+}

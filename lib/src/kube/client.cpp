@@ -191,7 +191,7 @@ struct Client::TokenFileCache {
 
 Client::Client(RestConfig config, std::unique_ptr<Transport> transport, ClientOptions options)
     : config_(std::move(config)), transport_(std::move(transport)), options_(std::move(options)) {
-  if (config_.exec) exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal);
+  if (config_.exec) exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal, ExecCredentialSource::Clock{}, options_.on_wait);
   if (!config_.token_file.empty()) token_file_ = std::make_unique<TokenFileCache>();
 }
 

@@ -200,10 +200,11 @@ std::string not_found_message(const ExecConfig& exec, bool in_path) {
 
 }  // namespace
 
-ExecCredentialSource::ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock)
+ExecCredentialSource::ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock, Notice on_notice)
     : config_(config),
       stdin_is_terminal_(stdin_is_terminal),
-      clock_(clock ? std::move(clock) : Clock([] { return system_clock::now(); })) {}
+      clock_(clock ? std::move(clock) : Clock([] { return system_clock::now(); })),
+      on_notice_(std::move(on_notice)) {}
 
 Result<ExecCredential> ExecCredentialSource::get() {
   std::lock_guard lock(mutex_);
@@ -262,6 +263,15 @@ Result<ExecCredential> ExecCredentialSource::run_plugin() {
   // Like kubectl, no timeout (a plugin may wait for a browser login) and the plugin stays in
   // our process group: it can read the terminal, and Ctrl-C reaches it too.
   options.own_process_group = false;
+  options.max_output_bytes = kMaxExecOutputBytes;
+  if (on_notice_) {
+    options.notice_after = kExecNoticeAfter;
+    options.on_notice = [this, &exec] {
+      on_notice_(fmt::format("still waiting for the exec credential plugin {} (user \"{}\") after {}s; it may be waiting for a login; "
+                             "Ctrl-C stops it",
+                             exec.command, config_.user, kExecNoticeAfter.count()));
+    };
+  }
 
   GPUCTL_TRY_ASSIGN(util::ProcessResult result, util::run_process(options));
   if (!result.started()) {
@@ -269,6 +279,10 @@ Result<ExecCredential> ExecCredentialSource::run_plugin() {
       return error(Errc::process, not_found_message(exec, exec.command.find('/') == std::string::npos));
     }
     return error(Errc::process, fmt::format("exec: fork/exec {}: {}", exec.command, std::strerror(result.start_error)));
+  }
+  if (result.output_too_large) {
+    return error(Errc::process, fmt::format("exec: executable {} wrote more than {} MiB to stdout (the limit for an ExecCredential) and was stopped; check the plugin",
+                                            exec.command, kMaxExecOutputBytes >> 20));
   }
   if (result.term_signal != 0) {
     return error(Errc::process, fmt::format("exec: executable {} {}", exec.command, util::describe_outcome(result)));

@@ -131,10 +131,22 @@ Result<void> prepare(SpawnSetup& s, const ProcessOptions& options, int stdout_fd
   return {};
 }
 
-// Milliseconds left before the deadline, for poll(); -1 (wait forever) without one.
-int poll_timeout(const std::optional<SteadyClock::time_point>& deadline) {
-  if (!deadline) return -1;
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - SteadyClock::now()).count();
+// What run_process watches while the child runs: the kill deadline, the one-time notice, and
+// the output budget.
+struct Watch {
+  std::optional<SteadyClock::time_point> deadline;
+  std::optional<SteadyClock::time_point> notice_at;
+  const std::function<void()>* on_notice = nullptr;
+  std::size_t max_output_bytes = 0;  // 0: no limit
+};
+
+// Milliseconds until the next thing to act on (the deadline or the notice), for poll(); -1
+// (wait forever) without either.
+int poll_timeout(const Watch& watch) {
+  std::optional<SteadyClock::time_point> next = watch.deadline;
+  if (watch.notice_at && (!next || *watch.notice_at < *next)) next = watch.notice_at;
+  if (!next) return -1;
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*next - SteadyClock::now()).count();
   if (left <= 0) return 0;
   // Round up so we do not spin just before the deadline.
   return static_cast<int>(std::min<long long>(left + 1, 60'000));
@@ -142,6 +154,13 @@ int poll_timeout(const std::optional<SteadyClock::time_point>& deadline) {
 
 bool past(const std::optional<SteadyClock::time_point>& deadline) {
   return deadline && SteadyClock::now() >= *deadline;
+}
+
+// Says once that the child is slow (the caller's notice), then forgets the notice time.
+void notice_if_due(Watch& watch) {
+  if (!past(watch.notice_at)) return;
+  watch.notice_at.reset();
+  if (watch.on_notice && *watch.on_notice) (*watch.on_notice)();
 }
 
 }  // namespace
@@ -156,11 +175,11 @@ void record_status(int status, ProcessResult& result) {
 
 namespace {
 
-enum class Ended { done, deadline, cancelled };
+enum class Ended { done, deadline, too_large, cancelled };
 
 // Reads stdout (and stderr when captured) until both reach EOF, the deadline passes or gpuctl
 // is interrupted (the cancel pipe wakes the poll).
-Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
+Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, Watch& watch) {
   char buffer[16384];
   const int cancel = cancel_fd();
   while (out.get() >= 0 || err.get() >= 0) {
@@ -181,8 +200,9 @@ Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, const std::op
     const nfds_t streams = count;
     if (cancel >= 0) fds[count++] = {cancel, POLLIN, 0};
     if (cancelled()) return Ended::cancelled;
-    if (past(deadline)) return Ended::deadline;
-    int ready = ::poll(fds, count, poll_timeout(deadline));
+    if (past(watch.deadline)) return Ended::deadline;
+    notice_if_due(watch);
+    int ready = ::poll(fds, count, poll_timeout(watch));
     if (ready < 0) {
       if (errno == EINTR) continue;
       return fail(Errc::process, fmt::format("waiting for the child's output: {}", std::strerror(errno)));
@@ -192,6 +212,9 @@ Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, const std::op
       ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
         sinks[i]->append(buffer, static_cast<std::size_t>(n));
+        if (watch.max_output_bytes > 0 && result.stdout_text.size() + result.stderr_text.size() > watch.max_output_bytes) {
+          return Ended::too_large;
+        }
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         owners[i]->reset();  // EOF (or a broken pipe): this stream is done
       }
@@ -201,11 +224,12 @@ Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, const std::op
 }
 
 // Waits for the child to exit, polling so a deadline or an interruption can end the wait.
-Ended wait_child(const SpawnedChild& child, ProcessResult& result, const std::optional<SteadyClock::time_point>& deadline) {
+Ended wait_child(const SpawnedChild& child, ProcessResult& result, Watch& watch) {
   for (;;) {
     if (reap_child(child, result, false)) return Ended::done;
     if (cancelled()) return Ended::cancelled;
-    if (past(deadline)) return Ended::deadline;
+    if (past(watch.deadline)) return Ended::deadline;
+    notice_if_due(watch);
     sleep_unless_cancelled(std::chrono::milliseconds(5));
   }
 }
@@ -297,8 +321,11 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
     result.interrupted = true;
     return result;
   }
-  std::optional<SteadyClock::time_point> deadline;
-  if (options.timeout) deadline = SteadyClock::now() + *options.timeout;
+  Watch watch;
+  if (options.timeout) watch.deadline = SteadyClock::now() + *options.timeout;
+  if (options.notice_after) watch.notice_at = SteadyClock::now() + *options.notice_after;
+  watch.on_notice = &options.on_notice;
+  watch.max_output_bytes = options.max_output_bytes;
   GPUCTL_TRY_ASSIGN(SpawnedChild child, spawn_child(options));
   if (child.start_error != 0) {
     result.start_error = child.start_error;
@@ -308,13 +335,18 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
   Fd err;
   out.adopt(child.stdout_fd);
   err.adopt(child.stderr_fd);
-  auto pumped = pump_output(out, err, result, deadline);
+  auto pumped = pump_output(out, err, result, watch);
   if (!pumped) {
     stop_children({{child, &result}}, std::chrono::milliseconds(0));
     return fail(pumped.error());
   }
-  Ended ended = *pumped == Ended::done ? wait_child(child, result, deadline) : *pumped;
+  Ended ended = *pumped == Ended::done ? wait_child(child, result, watch) : *pumped;
   if (ended == Ended::deadline) kill_and_reap(child, result);
+  if (ended == Ended::too_large) {
+    kill_and_reap(child, result);
+    result.timed_out = false;
+    result.output_too_large = true;
+  }
   if (ended == Ended::cancelled) stop_children({{child, &result}});
   return result;
 }
@@ -322,6 +354,7 @@ Result<ProcessResult> run_process(const ProcessOptions& options) {
 std::string describe_outcome(const ProcessResult& result) {
   if (result.start_error != 0) return fmt::format("could not be started: {}", std::strerror(result.start_error));
   if (result.timed_out) return "timed out and was killed";
+  if (result.output_too_large) return "wrote more output than gpuctl reads and was killed";
   if (result.interrupted) {
     std::string by = cancel_signal_name();
     return by.empty() ? "was stopped: gpuctl was interrupted" : fmt::format("was stopped: gpuctl was interrupted by {}", by);

@@ -14,6 +14,7 @@
 #   PLUGIN_NO_STATUS   set: answer without a status
 #   PLUGIN_OUTPUT      answer exactly this instead
 #   PLUGIN_EXIT        exit with this code after a message on stderr
+#   PLUGIN_FLOOD       set: write to stdout without end (a broken plugin)
 set -eu
 
 run=1
@@ -29,6 +30,7 @@ fi
 [ -n "${PLUGIN_ENV_FILE:-}" ] && env > "$PLUGIN_ENV_FILE"
 [ -n "${PLUGIN_STDIN_FILE:-}" ] && readlink /proc/self/fd/0 > "$PLUGIN_STDIN_FILE"
 
+[ -n "${PLUGIN_FLOOD:-}" ] && exec yes '{"kind":"ExecCredential"}'
 if [ -n "${PLUGIN_EXIT:-}" ]; then
   echo "exec-plugin.sh: failing on purpose with exit code $PLUGIN_EXIT" >&2
   exit "$PLUGIN_EXIT"

@@ -118,7 +118,8 @@ struct ClientOptions {
   std::function<void(const RequestLog&)> on_request;  // -v
   std::function<void(std::string_view)> on_warning;   // text of each Warning: header
   // Said before each wait of 1 s or more for a throttling server (429/5xx with Retry-After),
-  // e.g. "waiting 5s: the API server is throttling requests (429, Retry-After)".
+  // e.g. "waiting 5s: the API server is throttling requests (429, Retry-After)", and when an
+  // exec credential plugin is still running after a few seconds: what gpuctl is waiting for.
   std::function<void(std::string_view)> on_wait;
   bool stdin_is_terminal = false;                     // exec plugins may prompt only then
 };

@@ -3,15 +3,22 @@
 // they return in this process until it expires, as client-go does. The plugin's stderr goes
 // straight to the user's terminal (the plugin may prompt or explain); its stdout is parsed.
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/config.hpp"
 
 namespace gpuctl::kube {
+
+// A plugin's stdout is one small JSON object (a token, maybe a certificate); more than this is
+// a broken plugin, and gpuctl stops it rather than fill its memory.
+inline constexpr std::size_t kMaxExecOutputBytes = std::size_t{4} << 20;
+inline constexpr std::chrono::seconds kExecNoticeAfter{5};
 
 struct ExecCredential {
   std::string token;
@@ -24,11 +31,14 @@ struct ExecCredential {
 class ExecCredentialSource {
  public:
   using Clock = std::function<std::chrono::system_clock::time_point()>;
+  // Told once when the plugin has run for kExecNoticeAfter without ending (it may wait for a
+  // browser login; like kubectl we keep waiting, but the user learns what for).
+  using Notice = std::function<void(std::string_view)>;
 
   // `config` supplies the exec block, and the cluster fields passed to the plugin in
   // KUBERNETES_EXEC_INFO when provideClusterInfo is set. `stdin_is_terminal` decides whether
   // the plugin runs interactively (interactiveMode Always fails without a terminal).
-  ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock = {});
+  ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock = {}, Notice on_notice = {});
 
   // The cached credential while it is valid; otherwise runs the plugin. Errors name the
   // origin and user ("kubeconfig /x, context "c": user "u": getting credentials: ..."):
@@ -45,6 +55,7 @@ class ExecCredentialSource {
   RestConfig config_;
   bool stdin_is_terminal_;
   Clock clock_;
+  Notice on_notice_;
   std::mutex mutex_;
   std::optional<ExecCredential> cached_;
 };

@@ -3,6 +3,8 @@
 // stdout captured, stderr passed through or captured, stdin passed through or /dev/null, and
 // a timeout that kills the child's whole process group.
 #include <chrono>
+#include <cstddef>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -30,6 +32,14 @@ struct ProcessOptions {
   bool own_process_group = true;
   // Killed with SIGKILL (the whole group, see above) once this much time has passed.
   std::optional<std::chrono::milliseconds> timeout;
+  // Killed with SIGKILL (as for a timeout) once stdout and stderr together pass this many bytes:
+  // a broken or hostile program must not fill our memory. Zero: no limit.
+  std::size_t max_output_bytes = 0;
+  // Called once when the child is still running after `notice_after` (a program that may wait
+  // for a login says nothing; the caller tells the user what gpuctl waits for). The child is not
+  // stopped.
+  std::optional<std::chrono::milliseconds> notice_after;
+  std::function<void()> on_notice;
 };
 
 struct ProcessResult {
@@ -39,6 +49,7 @@ struct ProcessResult {
   int exit_code = -1;     // the exit status when the child exited normally, else -1
   int term_signal = 0;    // the signal that ended the child, else 0
   bool timed_out = false; // the timeout fired and the child was killed
+  bool output_too_large = false;  // it wrote more than max_output_bytes and was killed
   // gpuctl was interrupted (util/cancel.hpp): the child was stopped (SIGTERM, then SIGKILL after
   // a grace period), or was never started when the interruption came first (then pid was never set).
   bool interrupted = false;
@@ -46,7 +57,7 @@ struct ProcessResult {
   std::string stderr_text;  // only with capture_stderr
 
   bool started() const { return start_error == 0; }
-  bool success() const { return start_error == 0 && !timed_out && !interrupted && term_signal == 0 && exit_code == 0; }
+  bool success() const { return start_error == 0 && !timed_out && !output_too_large && !interrupted && term_signal == 0 && exit_code == 0; }
 };
 
 // Runs the program and waits for it. An Error (Errc::process) means the runner itself failed
