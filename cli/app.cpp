@@ -20,6 +20,7 @@ Environment default_environment() {
     return kube::make_curl_transport(settings);
   };
   env.load_options_from_environment = [] { return kube::environment_load_options(); };
+  env.make_ssh_runner = [](const ssh::SshSettings& settings) { return ssh::make_openssh_runner(settings); };
   const char* no_color = std::getenv("NO_COLOR");
   env.no_color_env = no_color != nullptr && no_color[0] != '\0';
   return env;
@@ -90,6 +91,10 @@ Result<kube::Client*> AppContext::client() {
   auto transport = environment_.make_transport(config, settings);
   client_ = std::make_unique<kube::Client>(std::move(config), std::move(transport), std::move(options));
   return client_.get();
+}
+
+std::unique_ptr<ssh::Runner> AppContext::ssh_runner(const ssh::SshSettings& settings) {
+  return environment_.make_ssh_runner(settings);
 }
 
 namespace {

@@ -13,6 +13,7 @@
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/config.hpp"
+#include "gpuctl/ssh/runner.hpp"
 
 namespace gpuctl::cli {
 
@@ -33,11 +34,12 @@ struct GlobalOptions {
   bool no_color = false;
 };
 
-// Seams for in-process tests: where configuration and the transport come from.
+// Seams for in-process tests: where configuration, the transport and the ssh runner come from.
 struct Environment {
   std::function<Result<kube::RestConfig>(const kube::LoadOptions&)> load_config;
   std::function<std::unique_ptr<kube::Transport>(const kube::RestConfig&, const kube::TransportSettings&)> make_transport;
   std::function<kube::LoadOptions()> load_options_from_environment;
+  std::function<std::unique_ptr<ssh::Runner>(const ssh::SshSettings&)> make_ssh_runner;
   bool no_color_env = false;  // NO_COLOR is set
 };
 
@@ -54,6 +56,8 @@ class AppContext {
   Result<kube::Client*> client();
   // The namespace from -n, else the context's, else "default". Needs the configuration.
   Result<std::string> namespace_name();
+  // How nodes are reached (the system ssh, or a test's fake), with these settings.
+  std::unique_ptr<ssh::Runner> ssh_runner(const ssh::SshSettings& settings);
   // Colors only on a terminal, and never with --no-color or NO_COLOR.
   bool color() const;
   // Prints "Warning: ..." lines on stderr (server warnings, partial failures).

@@ -60,6 +60,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   }
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  auto runner = ctx.ssh_runner(ssh.settings);
   ops::GpuViewOptions options;
   options.names = o.names;
   options.label_selector = o.selector;
@@ -74,7 +75,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   }
   // run
   for (int frame = 0;; frame++) {
-    GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, options));
+    GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *runner, options));
     if (progress) err << "\r\033[K" << std::flush;
     if (!o.failed_hosts.empty()) GPUCTL_TRY(write_failed_hosts(o.failed_hosts, view));
     auto& out = ctx.streams().out;

@@ -152,7 +152,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
     view_options.address_rule = ssh->address_rule;
     view_options.probe = ssh->probe;
     if (!view_options.names.empty()) {
-      GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, view_options));
+      GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *ctx.ssh_runner(ssh->settings), view_options));
       for (const auto& v : view.nodes) {
         live[v.kube.name] = ops::summarize(v.probe);
         all_answered = all_answered && v.probe.outcome == "ok";

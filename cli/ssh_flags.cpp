@@ -88,23 +88,23 @@ Result<SshRequest> validate_ssh_flags(const SshFlags& flags) {
 Result<SshRequest> validate_ssh_flags(const SshFlags& flags, const EnvLookup& env) {
   GPUCTL_TRY_ASSIGN(SshFlags f, with_ssh_environment(flags, env));
   SshRequest r;
-  r.probe.ssh.config_file = f.config_file;
-  r.probe.ssh.user = f.user;
-  r.probe.ssh.port = f.port;
-  r.probe.ssh.identity_file = f.identity_file;
-  r.probe.ssh.options = f.options;
+  r.settings.config_file = f.config_file;
+  r.settings.user = f.user;
+  r.settings.port = f.port;
+  r.settings.identity_file = f.identity_file;
+  r.settings.options = f.options;
   auto deadline = util::parse_duration(f.ssh_timeout);
   if (!deadline) return fail(deadline.error().with_context("--ssh-timeout"));
-  r.probe.ssh.deadline = *deadline;
+  r.settings.deadline = *deadline;
   if (f.connect_timeout.empty()) {
-    r.probe.ssh.connect_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), *deadline / 2);
+    r.settings.connect_timeout = std::min<std::chrono::milliseconds>(std::chrono::seconds(10), *deadline / 2);
   } else {
     auto connect = util::parse_duration(f.connect_timeout);
     if (!connect) return fail(connect.error().with_context("--connect-timeout"));
-    r.probe.ssh.connect_timeout = *connect;
+    r.settings.connect_timeout = *connect;
   }
   r.probe.fanout = f.fanout;
-  GPUCTL_TRY(ssh::validate(r.probe.ssh));
+  GPUCTL_TRY(ssh::validate(r.settings));
   GPUCTL_TRY_ASSIGN(r.address_rule, ssh::parse_address_rule(f.host_from));
   return r;
 }

@@ -26,6 +26,7 @@ struct SshFlags {
 void add_ssh_flags(CLI::App& cmd, SshFlags& flags);
 
 struct SshRequest {
+  ssh::SshSettings settings;
   ops::ProbeOptions probe;
   ssh::AddressRule address_rule;
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app.hpp"
+#include "fakes/fake_ssh_runner.hpp"
 #include "fakes/test_support.hpp"
 
 namespace gpuctl::testing {
@@ -21,6 +22,10 @@ class CliHarness {
   CliHarness() : transport_(std::make_unique<FakeTransport>()), fake_(transport_.get()) {}
 
   FakeTransport& fake() { return *fake_; }
+  // Answers every command that reaches nodes (gpus, nodes --live) instead of the system ssh.
+  FakeSshRunner& ssh() { return ssh_; }
+  // The settings of each runner the commands asked for, in order.
+  const std::vector<ssh::SshSettings>& ssh_settings() const { return ssh_settings_; }
   kube::RestConfig& config() { return config_; }
   // Make configuration loading fail with this error (e.g. a broken kubeconfig).
   void fail_config(Error e) { config_error_ = std::move(e); }
@@ -43,6 +48,10 @@ class CliHarness {
       // The harness keeps the fake across runs; each run's client gets a forwarder to it.
       return std::make_unique<Forward>(fake_);
     };
+    env.make_ssh_runner = [this](const ssh::SshSettings& settings) -> std::unique_ptr<ssh::Runner> {
+      ssh_settings_.push_back(settings);
+      return std::make_unique<ForwardSsh>(&ssh_);
+    };
     cli::Streams streams{out, err, false, false, false};
     CliRun r;
     r.exit_code = cli::run_cli(static_cast<int>(argv.size()), argv.data(), streams, env);
@@ -62,7 +71,17 @@ class CliHarness {
     }
     FakeTransport* fake;
   };
+  struct ForwardSsh : ssh::Runner {
+    explicit ForwardSsh(FakeSshRunner* f) : fake(f) {}
+    Result<std::vector<ssh::HostRun>> run(const std::vector<std::string>& addresses, std::string_view command,
+                                          const ssh::RunOptions& options) override {
+      return fake->run(addresses, command, options);
+    }
+    FakeSshRunner* fake;
+  };
   std::unique_ptr<FakeTransport> transport_;
+  FakeSshRunner ssh_;
+  std::vector<ssh::SshSettings> ssh_settings_;
   FakeTransport* fake_;
   kube::RestConfig config_ = test_config();
   std::optional<Error> config_error_;

@@ -18,6 +18,7 @@
 #include "exit_code.hpp"
 #include "gpuctl/ops/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
+#include "fakes/fake_ssh_runner.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/fanout.hpp"
 #include "gpuctl/util/process.hpp"
@@ -293,8 +294,8 @@ TEST_CASE("cancel: interrupted ssh runs are their own outcome, grouped into one 
   CHECK(verdict.outcome == ssh::HostOutcome::interrupted);
   CHECK(ssh::to_string(verdict.outcome) == "interrupted");
   CHECK(verdict.message == "gpuctl was interrupted by SIGINT before the node answered (re-run to probe it)");
-  auto a = ops::read_probe_run({"gpu-1", "10.0.0.1", ""}, stopped, false, settings);
-  auto b = ops::read_probe_run({"gpu-2", "10.0.0.2", ""}, never_started, false, settings);
+  auto a = ops::read_probe_run({"gpu-1", "10.0.0.1", ""}, testing::classified_run(stopped, settings));
+  auto b = ops::read_probe_run({"gpu-2", "10.0.0.2", ""}, testing::classified_run(never_started, settings));
   CHECK(a.outcome == "interrupted");
   CHECK_FALSE(a.report);
   auto groups = ops::group_failures({a, b});

@@ -13,6 +13,7 @@
 
 #include "gpuctl/gpu/probe.hpp"
 #include "fakes/fixtures.hpp"
+#include "fakes/probe_transcript.hpp"
 
 using namespace gpuctl::gpu;
 namespace fs = std::filesystem;
@@ -23,23 +24,12 @@ using gpuctl::testing::read_file;
 
 namespace {
 
-const std::string M = cat(kProbeMarker, " ");
-
-// One step framed exactly as the script frames it: stdout lines as "o ", plus the extra line the
-// script's `echo` adds; stderr as "e " lines; then the end line.
+const std::string M = gpuctl::testing::probe_marker();
 std::string step(const std::string& name, const std::string& out, const std::string& err, int rc) {
-  std::string s = cat(M, "begin ", name, "\n");
-  std::istringstream o(cat(out, "\n"));
-  for (std::string line; std::getline(o, line);) s += cat("o ", line, "\n");
-  if (!err.empty()) {
-    std::istringstream e(cat(err, "\n"));
-    for (std::string line; std::getline(e, line);) s += cat("e ", line, "\n");
-  }
-  return cat(s, M, "end ", name, " rc=", std::to_string(rc), "\n");
+  return gpuctl::testing::probe_step(name, out, err, rc);
 }
-
-const std::string kStart = cat(M, "start\n");
-const std::string kDone = cat(M, "done\n");
+const std::string kStart = gpuctl::testing::probe_start();
+const std::string kDone = gpuctl::testing::probe_done();
 
 const std::string kXml2070 = "nvidia-smi-xml/telegraf__2x-rtx-2070__590.44.01__v13.xml";
 const std::string kList2070 =

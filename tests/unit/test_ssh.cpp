@@ -4,6 +4,7 @@
 
 #include "gpuctl/ops/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
+#include "fakes/fake_ssh_runner.hpp"
 #include "test_drain_support.hpp"
 
 using namespace gpuctl;
@@ -98,9 +99,9 @@ TEST_CASE("probe runs become per-node outcomes, and identical failures group wit
   ssh::SshSettings s;
   s.deadline = 5s;
   ops::ProbeTarget a{"a", "10.0.0.1", ""}, b{"b", "10.0.0.2", ""}, c{"c", "10.0.0.3", ""};
-  auto pa = ops::read_probe_run(a, ssh_run(255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out\n"), false, s);
-  auto pb = ops::read_probe_run(b, ssh_run(255, "ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"), false, s);
-  auto pc = ops::read_probe_run(c, ssh_run(-1, "", true), false, s);
+  auto pa = ops::read_probe_run(a, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out\n"), s));
+  auto pb = ops::read_probe_run(b, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"), s));
+  auto pc = ops::read_probe_run(c, testing::classified_run(ssh_run(-1, "", true), s));
   CHECK(pa.outcome == "unreachable");
   CHECK(pc.outcome == "timed_out");
   CHECK(pc.message == "no answer within --ssh-timeout 5s: the node or its nvidia-smi hangs (killed)");

@@ -28,7 +28,7 @@ const std::map<std::string, std::string> kSandbox = {
 TEST_CASE("ssh flags: the GPUCTL_SSH_* variables fill in the flags not given", "[ssh][cli]") {
   auto r = cli::validate_ssh_flags(cli::SshFlags{}, env_of(kSandbox));
   REQUIRE(r);
-  const auto& s = r->probe.ssh;
+  const auto& s = r->settings;
   CHECK(s.config_file == "/sb/ssh/ssh_config");
   CHECK(s.identity_file == "/sb/ssh/id_ed25519");
   CHECK(s.user == "root");
@@ -45,7 +45,7 @@ TEST_CASE("ssh flags: a flag wins over its variable", "[ssh][cli]") {
   f.options = {"userknownhostsfile=/keys/known"};
   auto r = cli::validate_ssh_flags(f, env_of(kSandbox));
   REQUIRE(r);
-  const auto& s = r->probe.ssh;
+  const auto& s = r->settings;
   CHECK(s.config_file == "/etc/gpuctl/ssh_config");
   CHECK(s.identity_file == "/keys/id");
   CHECK(s.user == "ubuntu");
@@ -56,19 +56,19 @@ TEST_CASE("ssh flags: a flag wins over its variable", "[ssh][cli]") {
 TEST_CASE("ssh flags: unset and empty variables leave the flags alone", "[ssh][cli]") {
   auto none = cli::validate_ssh_flags(cli::SshFlags{}, env_of({}));
   REQUIRE(none);
-  CHECK(none->probe.ssh.config_file.empty());
-  CHECK(none->probe.ssh.port == 0);
-  CHECK(none->probe.ssh.options.empty());
+  CHECK(none->settings.config_file.empty());
+  CHECK(none->settings.port == 0);
+  CHECK(none->settings.options.empty());
   auto empty = cli::validate_ssh_flags(cli::SshFlags{}, env_of({{"GPUCTL_SSH_CONFIG", ""}, {"GPUCTL_SSH_PORT", ""}}));
   REQUIRE(empty);
-  CHECK(empty->probe.ssh.config_file.empty());
-  CHECK(empty->probe.ssh.port == 0);
+  CHECK(empty->settings.config_file.empty());
+  CHECK(empty->settings.port == 0);
 }
 
 TEST_CASE("ssh flags: a known_hosts path with a blank is quoted for ssh", "[ssh][cli]") {
   auto r = cli::validate_ssh_flags(cli::SshFlags{}, env_of({{"GPUCTL_SSH_KNOWN_HOSTS", "/my keys/known_hosts"}}));
   REQUIRE(r);
-  CHECK(r->probe.ssh.options == std::vector<std::string>{"UserKnownHostsFile=\"/my keys/known_hosts\""});
+  CHECK(r->settings.options == std::vector<std::string>{"UserKnownHostsFile=\"/my keys/known_hosts\""});
 }
 
 TEST_CASE("ssh flags: a bad GPUCTL_SSH_PORT is named, with the fix", "[ssh][cli]") {

@@ -9,34 +9,33 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
-#include "gpuctl/util/fanout.hpp"
 
 namespace gpuctl::ops {
 
-NodeProbe read_probe_run(const ProbeTarget& target, const util::ProcessResult& run, bool truncated,
-                         const ssh::SshSettings& settings) {
+NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
   NodeProbe probe;
   probe.node = target.node;
   probe.address = target.address;
-  probe.exit_code = run.exit_code;
-  auto verdict = ssh::classify_ssh_run(run, settings);
-  if (verdict.outcome != ssh::HostOutcome::ok) {
-    probe.outcome = std::string(ssh::to_string(verdict.outcome));
-    probe.message = verdict.message;
+  probe.exit_code = run.process.exit_code;
+  probe.duration = run.duration;
+  if (run.verdict.outcome != ssh::HostOutcome::ok) {
+    probe.outcome = std::string(ssh::to_string(run.verdict.outcome));
+    probe.message = run.verdict.message;
     return probe;
   }
-  gpu::NodeGpuReport report = gpu::parse_probe_output(run.exit_code, run.stdout_text, run.stderr_text, truncated);
+  gpu::NodeGpuReport report =
+      gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, run.truncated);
   probe.outcome = gpu::node_classification(report);
   if (probe.outcome != "ok") probe.message = report.message;
   probe.report = std::move(report);
   return probe;
 }
 
-Result<std::vector<NodeProbe>> probe_nodes(const std::vector<ProbeTarget>& targets, const ProbeOptions& options) {
-  std::vector<util::ProcessOptions> jobs;
-  std::vector<std::size_t> job_target;  // job index -> target index
+Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
+                                           const ProbeOptions& options) {
+  std::vector<std::string> addresses;
+  std::vector<std::size_t> host_target;  // host index -> target index
   std::vector<NodeProbe> probes(targets.size());
-  const std::string remote = gpu::probe_remote_command();
   for (std::size_t i = 0; i < targets.size(); i++) {
     if (targets[i].address.empty()) {
       probes[i].node = targets[i].node;
@@ -44,27 +43,22 @@ Result<std::vector<NodeProbe>> probe_nodes(const std::vector<ProbeTarget>& targe
       probes[i].message = targets[i].address_error;
       continue;
     }
-    util::ProcessOptions job;
-    job.argv = ssh::ssh_argv(options.ssh, targets[i].address, remote);
-    job.capture_stderr = true;
-    job.timeout = options.ssh.deadline;
-    jobs.push_back(std::move(job));
-    job_target.push_back(i);
+    addresses.push_back(targets[i].address);
+    host_target.push_back(i);
   }
-  std::size_t done = targets.size() - jobs.size();
-  util::FanoutOptions fanout;
-  fanout.max_parallel = options.fanout;
-  fanout.output_cap = options.output_cap;
-  fanout.on_finish = [&](std::size_t) {
+  std::size_t done = targets.size() - addresses.size();
+  ssh::RunOptions run_options;
+  run_options.max_parallel = options.fanout;
+  run_options.output_cap = options.output_cap;
+  run_options.on_finish = [&](std::size_t) {
     done++;
     if (options.on_progress) options.on_progress(done, targets.size());
   };
-  GPUCTL_TRY_ASSIGN(auto results, util::run_fanout(jobs, fanout));
-  for (std::size_t j = 0; j < results.size(); j++) {
-    const auto& target = targets[job_target[j]];
-    probes[job_target[j]] = read_probe_run(target, results[j].process, results[j].truncated, options.ssh);
-    probes[job_target[j]].duration = results[j].duration;
+  GPUCTL_TRY_ASSIGN(auto runs, runner.run(addresses, gpu::probe_remote_command(), run_options));
+  if (runs.size() != addresses.size()) {
+    return fail(Errc::internal, fmt::format("the ssh runner returned {} results for {} hosts", runs.size(), addresses.size()));
   }
+  for (std::size_t j = 0; j < runs.size(); j++) probes[host_target[j]] = read_probe_run(targets[host_target[j]], runs[j]);
   return probes;
 }
 
@@ -86,7 +80,7 @@ std::vector<FailureGroup> group_failures(const std::vector<NodeProbe>& probes) {
   return groups;
 }
 
-Result<GpuView> collect_gpu_view(kube::Client& client, const GpuViewOptions& options) {
+Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
   kube::ListOptions node_list;
   node_list.label_selector = options.label_selector;
   GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
@@ -141,7 +135,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, const GpuViewOptions& opt
     }
     targets.push_back(std::move(t));
   }
-  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(targets, options.probe));
+  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, targets, options.probe));
 
   GpuView view;
   std::map<std::string, NodeProbe*> probe_by_node;

@@ -15,6 +15,7 @@
 #include "gpuctl/error.hpp"
 #include "gpuctl/gpu/probe.hpp"
 #include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ssh/runner.hpp"
 #include "gpuctl/ssh/ssh.hpp"
 
 namespace gpuctl::kube {
@@ -45,19 +46,19 @@ struct ProbeTarget {
 };
 
 struct ProbeOptions {
-  ssh::SshSettings ssh;
   int fanout = 32;
   std::size_t output_cap = 8 * 1024 * 1024;
   // Progress: called as each host finishes, with (done, total).
   std::function<void(std::size_t, std::size_t)> on_progress;
 };
 
-// Probes every target at once (bounded by fanout); results in target order.
-Result<std::vector<NodeProbe>> probe_nodes(const std::vector<ProbeTarget>& targets, const ProbeOptions& options);
+// Probes every target through `runner` at once (bounded by fanout); results in target order.
+// Targets without an address are reported no_address and never reach the runner.
+Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
+                                           const ProbeOptions& options);
 
-// Reads one finished ssh run of the probe into a NodeProbe. Pure.
-NodeProbe read_probe_run(const ProbeTarget& target, const util::ProcessResult& run, bool truncated,
-                         const ssh::SshSettings& ssh);
+// Reads one finished run of the probe into a NodeProbe. Pure.
+NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run);
 
 // Identical failures across nodes, grouped as `dshbak -c` groups identical output.
 struct FailureGroup {
@@ -92,9 +93,10 @@ struct GpuViewOptions {
   ProbeOptions probe;
 };
 
-// Two paginated lists (nodes, bound pods), then the fan-out. Names that are not nodes are an
-// error naming them; nodes that are not GPU nodes are probed all the same when named.
-Result<GpuView> collect_gpu_view(kube::Client& client, const GpuViewOptions& options);
+// Two paginated lists (nodes, bound pods), then the fan-out through `runner`. Names that are not
+// nodes are an error naming them (nothing is probed); nodes that are not GPU nodes are probed
+// all the same when named.
+Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options);
 
 // What `gpuctl nodes --live` adds per node: the node's own word on its driver and load.
 struct LiveSummary {
