@@ -144,7 +144,14 @@ void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
   app.require_subcommand(0, 1);
   app.add_flag("--version", show_version, "Print the version and the git commit gpuctl was built from");
   add_global_flags(app, context.globals());
-  for (const auto& spec : command_table()) spec.register_command(app, context);
+  for (const auto& spec : command_table()) {
+    // The help lists commands by section; a spec may register several (cordon and uncordon).
+    auto all = [](CLI::App*) { return true; };
+    std::size_t before = app.get_subcommands(all).size();
+    spec.register_command(app, context);
+    auto subcommands = app.get_subcommands(all);
+    for (std::size_t i = before; i < subcommands.size(); i++) subcommands[i]->group(spec.group);
+  }
 }
 
 int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {

@@ -7,8 +7,8 @@
 namespace gpuctl::cli {
 
 struct CommandSpec {
-  const char* name;
-  const char* group;  // help section
+  const char* group;  // its section in `gpuctl --help`
+  // Adds the command (some add a pair: cordon and uncordon) to the app.
   void (*register_command)(CLI::App& app, AppContext& context);
 };
 

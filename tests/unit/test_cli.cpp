@@ -153,3 +153,19 @@ TEST_CASE("cli: every command has a description and examples in its help", "[cli
     CHECK(sub->get_footer().find("Examples:") != std::string::npos);
   }
 }
+
+TEST_CASE("cli: gpuctl --help lists the commands by section", "[cli]") {
+  CliHarness h;
+  auto r = h.run({"--help"});
+  CHECK(r.exit_code == 0);
+  auto at = [&](const char* text) { return r.out.find(text); };
+  for (const char* section : {"Inventory:", "Node administration:", "GPU workloads:"}) {
+    INFO(section);
+    CHECK(at(section) != std::string::npos);
+  }
+  // Each command under its own section, uncordon with cordon.
+  CHECK(at("Inventory:") < at("  gpus"));
+  CHECK(at("Node administration:") < at("  uncordon"));
+  CHECK(at("  uncordon") < at("GPU workloads:"));
+  CHECK(at("GPU workloads:") < at("  quota"));
+}
