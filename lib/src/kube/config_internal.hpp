@@ -3,7 +3,7 @@
 // (clientcmd's api.Config after decoding), and the steps of load_rest_config.
 //
 //   config_parse.cpp     YAML text -> Kubeconfig (one file, relative paths resolved)
-//   config_load.cpp      the file list, merging, load_rest_config, environment_load_options
+//   config.cpp           the file list, merging, load_rest_config, environment_load_options
 //   config_resolve.cpp   context selection, validation, Kubeconfig -> RestConfig
 //   config_incluster.cpp the in-cluster service account
 //   config_text.cpp      base64, file reading and message helpers
