@@ -1,10 +1,11 @@
 // The I/O half of drain: cordon, evict with retries on PDB 429s, wait with a watch, several
 // nodes at once, and rolling maintenance.
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <set>
 #include <sstream>
-#include <thread>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/drain.hpp"
 #include "gpuctl/util/cancel.hpp"
+#include "gpuctl/util/parallel.hpp"
 #include "gpuctl/util/process.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -436,28 +438,10 @@ NodeDrainResult drain_node(kube::Client& client, const json& node, const DrainOp
 std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector<json>& nodes,
                                          const DrainOptions& options, int max_concurrent) {
   std::vector<NodeDrainResult> results(nodes.size());
-  if (max_concurrent <= 1 || nodes.size() <= 1) {
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      results[i] = stop_requested(options) ? not_started(nodes[i]) : drain_node(client, nodes[i], options);
-    }
-    return results;
-  }
-  std::mutex mutex;
-  std::size_t next = 0;
-  auto worker = [&] {
-    while (true) {
-      std::size_t i;
-      {
-        std::lock_guard guard(mutex);
-        if (next >= nodes.size()) return;
-        i = next++;
-      }
-      results[i] = stop_requested(options) ? not_started(nodes[i]) : drain_node(client, nodes[i], options);
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::min<int>(max_concurrent, static_cast<int>(nodes.size())); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  std::size_t started = util::parallel_for(
+      nodes.size(), max_concurrent, [&](std::size_t i) { results[i] = drain_node(client, nodes[i], options); },
+      [&] { return !stop_requested(options); });
+  for (std::size_t i = started; i < nodes.size(); ++i) results[i] = not_started(nodes[i]);
   return results;
 }
 
@@ -567,32 +551,18 @@ std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::
   // K workers: each takes the next node as soon as its own is back in service, so at most K
   // nodes are out at any moment and a slow node does not hold the others back. After a failure
   // no new node is started (unless continue_on_error); nodes already out are finished.
-  const std::size_t k = static_cast<std::size_t>(std::max(1, options.max_unavailable));
-  std::mutex mutex;
-  std::size_t next = 0;
-  bool stop = false;
-  auto worker = [&] {
-    while (true) {
-      std::size_t i;
-      {
-        std::lock_guard guard(mutex);
-        if (stop || next >= nodes.size() || stop_requested(options.drain)) return;
-        i = next++;
-      }
-      RollingResult& r = results[i];
-      r.not_started = false;
-      r.drain = drain_node(client, nodes[i], options.drain);
-      r.interrupted = r.drain.outcome == DrainOutcome::interrupted;
-      if (r.drain.outcome == DrainOutcome::drained) maintain(client, r.drain.node, options, r);
-      if (!r.ok && !options.continue_on_error) {
-        std::lock_guard guard(mutex);
-        stop = true;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < std::min(k, nodes.size()); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  std::atomic<bool> stop{false};
+  util::parallel_for(
+      nodes.size(), std::max(1, options.max_unavailable),
+      [&](std::size_t i) {
+        RollingResult& r = results[i];
+        r.not_started = false;
+        r.drain = drain_node(client, nodes[i], options.drain);
+        r.interrupted = r.drain.outcome == DrainOutcome::interrupted;
+        if (r.drain.outcome == DrainOutcome::drained) maintain(client, r.drain.node, options, r);
+        if (!r.ok && !options.continue_on_error) stop = true;
+      },
+      [&] { return !stop && !stop_requested(options.drain); });
   return results;
 }
 
