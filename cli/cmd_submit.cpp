@@ -1,5 +1,6 @@
 // gpuctl submit: a GPU training Job with the right defaults, checked before it is created, and
 // optionally waited for (--wait) or followed (--follow) to its result.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,9 @@ struct SubmitOptions {
   std::string timeout = "0";
   bool parsable = false;
   bool force = false;
+  // Set while parsing: NAME got its value from a word after `--` (see register_submit).
+  bool name_seen = false;
+  bool name_after_separator = false;
 };
 
 struct ValidatedSubmit {
@@ -54,6 +58,13 @@ Error usage(std::string message) {
 Result<ValidatedSubmit> validate(SubmitOptions& o) {
   ValidatedSubmit v;
   o.flags.from_manifest = !o.filename.empty();
+  if (o.name_after_separator) {
+    // Every word after `--` is the command: give the word CLI11 took as NAME back to it, so the
+    // missing NAME (or a COMMAND beside -f) is refused as such.
+    o.flags.command.insert(o.flags.command.begin(), o.flags.name);
+    o.flags.name.clear();
+    o.name_after_separator = false;
+  }
   GPUCTL_TRY_ASSIGN(v.spec, ops::parse_submit_flags(o.flags));
   GPUCTL_TRY_ASSIGN(v.dry_run, parse_dry_run(o.dry_run));
   if (!o.output.empty()) {
@@ -274,7 +285,22 @@ Examples:
   # In a script: the job's name, then its exit code
   job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${{job%/*}}")",
                           ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds));
-  cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+  auto* name = cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+  // CLI11 fills NAME with the first word after `--` when none came before it, which would turn
+  // `submit --image x --gpus 1 -- python train.py` into a job "python" running "train.py".
+  // Only while parsing can that be seen: CLI11 has then already kept the `--` among the
+  // subcommand's remaining arguments. The check records it and never refuses a value.
+  cmd->validate_positionals();
+  name->check(CLI::Validator(
+      [o, cmd](std::string&) {
+        if (!o->name_seen) {
+          o->name_seen = true;
+          auto rest = cmd->remaining();
+          o->name_after_separator = std::find(rest.begin(), rest.end(), "--") != rest.end();
+        }
+        return std::string();
+      },
+      "", "name-before-separator"));
   cmd->add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
   cmd->add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
   cmd->add_option("--image", f.image, "Container image");

@@ -138,7 +138,10 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
       if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's container", flag));
     }
   } else {
-    if (f.name.empty()) return usage("a job NAME is required: gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
+    if (f.name.empty()) {
+      return usage("a job NAME is required before --, since every word after -- is the command: "
+                   "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
+    }
     if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
     if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
   }
