@@ -139,9 +139,8 @@ ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat f
   }
   if (!t.empty()) out << t.render({true, ctx.color()});
   for (const auto& n : plan.nodes) {
-    out << fmt::format("{}: {}{}\n", n.node,
-                       n.completes ? "would drain completely" : "would not drain completely: " + n.message,
-                       n.already_cordoned ? " (already cordoned)" : "");
+    print_line(out, fmt::format("{}: {}{}", n.node, n.completes ? "would drain completely" : "would not drain completely: " + n.message,
+                                n.already_cordoned ? " (already cordoned)" : ""));
   }
   ctx.streams().err << "Dry run: nothing was changed.\n";
   return ExitCode::ok;
@@ -160,9 +159,10 @@ json result_json(const ops::NodeDrainResult& r) {
 
 ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   if (not_drained.empty()) return ExitCode::ok;
-  ctx.streams().err << fmt::format("error: {} node(s) not fully drained{}: {}\n", not_drained.size(),
-                                   util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
-                                   fmt::join(not_drained, ", "));
+  print_line(ctx.streams().err,
+             fmt::format("error: {} node(s) not fully drained{}: {}", not_drained.size(),
+                         util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
+                         fmt::join(not_drained, ", ")));
   return util::cancelled() ? interrupted_exit_code() : ExitCode::failure;
 }
 
@@ -264,7 +264,7 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainResultList"}, {"items", items}}, v.format);
   } else if (v.format == OutputFormat::name) {
     for (const auto& r : results) {
-      if (r.outcome == ops::DrainOutcome::drained) out << "node/" << r.node << '\n';
+      if (r.outcome == ops::DrainOutcome::drained) print_line(out, "node/" + r.node);
     }
   } else {
     out << t.render({true, ctx.color()});

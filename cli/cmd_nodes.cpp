@@ -175,7 +175,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
       break;
     }
     case OutputFormat::name:
-      for (const auto& n : inventory.nodes) out << "node/" << n.name << '\n';
+      for (const auto& n : inventory.nodes) print_line(out, "node/" + n.name);
       break;
     case OutputFormat::table:
     case OutputFormat::wide:

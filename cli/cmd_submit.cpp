@@ -140,7 +140,10 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
   auto& err = ctx.streams().err;
   ops::JobWaitOptions wait;
   wait.timeout = v.timeout;
-  wait.on_change = [&](const ops::JobSummary& s) { err << progress_line(s) << '\n' << std::flush; };
+  wait.on_change = [&](const ops::JobSummary& s) {
+    print_line(err, progress_line(s));
+    err << std::flush;
+  };
   std::optional<ops::JobLogFollower> follower;
   if (o.follow) {
     ops::JobLogOptions logs;
@@ -149,7 +152,8 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
       return static_cast<bool>(ctx.streams().out);
     };
     logs.on_notice = [&](const std::string& text) {
-      if (!util::cancelled()) err << text << '\n' << std::flush;  // not "log stream abandoned" after Ctrl-C
+      if (!util::cancelled()) print_line(err, text);  // not "log stream abandoned" after Ctrl-C
+      err << std::flush;
     };
     follower.emplace(client, ns, name, std::move(logs));
     wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
@@ -159,7 +163,7 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
   bool succeeded = result->phase == ops::JobPhase::succeeded;
   // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
   auto& verdict_stream = (o.parsable || v.format || o.follow) ? err : ctx.streams().out;
-  verdict_stream << job_result_line(*result) << '\n';
+  print_line(verdict_stream, job_result_line(*result));
   return exit_code_for_job(succeeded, result->failure ? result->failure->reason : "",
                            result->failure ? result->failure->exit_code : std::nullopt);
 }
@@ -212,13 +216,13 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
     } else if (o.force) {
       ctx.warn("--force: submitting although " + f.message);
     } else {
-      ctx.streams().err << "refused (" << f.check << "): " << f.message << '\n';
+      print_line(ctx.streams().err, "refused (" + f.check + "): " + f.message);
       refused = true;
     }
   }
   if (refused) {
-    ctx.streams().err << fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway\n",
-                                     ns, name);
+    print_line(ctx.streams().err,
+               fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway", ns, name));
     return ExitCode::refused;
   }
 
@@ -230,17 +234,17 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   }
   const char* suffix = v.dry_run == DryRun::client ? " (dry run)" : v.dry_run == DryRun::server ? " (server dry run)" : "";
   if (o.parsable) {
-    out << ns << '/' << name << '\n';
+    print_line(out, ns + '/' + name);
   } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
     out << render_structured(sent, *v.format);
   } else if (v.format && *v.format == OutputFormat::name) {
-    out << "job.batch/" << name << '\n';
+    print_line(out, "job.batch/" + name);
   } else {
     // The human summary: what will run where, and every default gpuctl chose.
     auto& summary = o.follow ? ctx.streams().err : out;
-    summary << fmt::format("job {}/{} {}{}: {}\n", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
-                           suffix, gpu_phrase(built.job));
-    for (const auto& note : built.notes) summary << "  " << note << '\n';
+    print_line(summary, fmt::format("job {}/{} {}{}: {}", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
+                                    suffix, gpu_phrase(built.job)));
+    for (const auto& note : built.notes) print_line(summary, "  " + note);
     if (v.dry_run == DryRun::server) summary << "  the API server admitted the Job and a pod built from its template\n";
   }
   if (!o.wait && !o.follow) return ExitCode::ok;
