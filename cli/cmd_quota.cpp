@@ -163,6 +163,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
   // run
   GPUCTL_TRY_ASSIGN(ops::GpuQuotaList list, ops::collect_quota_view(*client, options));
   for (const auto& w : list.warnings) ctx.warn(w);
+  for (const auto& s : list.skipped) ctx.warn(s);
   for (const auto& f : list.findings()) ctx.warn(f.message);
   auto& out = ctx.streams().out;
   switch (format) {
@@ -184,7 +185,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
       out << quota_table(list, format == OutputFormat::wide, !o.no_headers, ctx.color());
       break;
   }
-  return ExitCode::ok;
+  return list.skipped.empty() ? ExitCode::ok : ExitCode::failure;
 }
 
 Result<std::string> namespace_argument(const std::string& positional, AppContext& ctx, const char* usage) {

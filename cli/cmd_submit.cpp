@@ -174,14 +174,14 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   json manifest;
   if (v.spec.from_manifest) {
     GPUCTL_TRY_ASSIGN(manifest, read_manifest(o.filename));
+    GPUCTL_TRY(ops::check_manifest(manifest, o.filename));  // before any request
   }
   // complete: the nodes say which label names the product and which taints mark the pools.
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(std::string ns, ctx.namespace_name());
   bool explicit_namespace = !ctx.globals().namespace_name.empty();
   if (v.spec.from_manifest && !explicit_namespace) {
-    if (auto manifest_ns = manifest.contains("metadata") ? manifest["metadata"].value("namespace", "") : "";
-        !manifest_ns.empty()) {
+    if (auto manifest_ns = kube::namespace_of(manifest); !manifest_ns.empty()) {
       ns = manifest_ns;
     }
   }
