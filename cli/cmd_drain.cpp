@@ -172,10 +172,12 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, v.selection));
+  // Names that do not exist, and nodes the API answered with unusable names or fields: never
+  // drained, never given to --exec; said on stderr before anything starts.
+  for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
 
   if (f.dry_run) {
     GPUCTL_TRY_ASSIGN(ops::DrainPlan plan, ops::plan_drain(*client, selected.nodes, f.policy, f.pod_selector));
-    for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
     return render_plan(ctx, plan, v.format);
   }
 
@@ -235,7 +237,8 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     }
     for (const auto& m : selected.missing) {
       not_drained.push_back(m.node);
-      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-", "node not found"});
+      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-",
+                 m.error ? m.error->message : std::string("node not found")});
     }
     if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
       out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "RollingMaintenanceResult"}, {"items", items}}, v.format);
@@ -300,7 +303,7 @@ Examples:
 
   # Rolling driver upgrade, two nodes out at a time
   gpuctl drain -l pool=train --ignore-daemonsets --rolling --max-unavailable 2 \
-      --exec 'ssh "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
+      --exec 'ssh -- "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
   cmd->add_option("nodes", f->names, "NODE...");
   add_selector_flag(*cmd, f->selector);
   cmd->add_flag("--all-gpu-nodes", f->all_gpu_nodes, "Every GPU node");
