@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "live_status.hpp"
+#include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/output/yaml.hpp"
@@ -90,4 +91,13 @@ TEST_CASE("output::Table escapes every cell, so server text cannot forge rows or
   CHECK(text.find("\x1b[2J") == std::string::npos);
   // the escaped text is what the columns are aligned on
   CHECK(text.find("gpu-1                    ok\n") != std::string::npos);
+}
+
+TEST_CASE("output::to_yaml keeps control characters exact: what it writes reads back the same", "[output]") {
+  json doc = {{"reason", "\x1b[2J\x1b[H\xe2\x80\xae" "FORGED\x07\r\nrow"}, {"plain", "ok"}};
+  std::string y = gpuctl::output::to_yaml(doc);
+  CHECK(y.find('\x1b') == std::string::npos);  // a C0 character is written as an escape ...
+  auto back = gpuctl::kube::parse_manifest(y, "yaml");
+  REQUIRE(back);
+  CHECK(*back == doc);  // ... and reads back exactly
 }
