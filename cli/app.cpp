@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "gpuctl/build_info.hpp"
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -31,7 +32,8 @@ AppContext::AppContext(Streams streams, Environment environment)
 
 bool AppContext::color() const { return streams_.out_is_terminal && !globals_.no_color && !environment_.no_color_env; }
 
-void AppContext::warn(const std::string& message) { streams_.err << "Warning: " << message << '\n'; }
+// Warnings quote the server (its Warning headers, messages of objects): escaped for the terminal.
+void AppContext::warn(const std::string& message) { streams_.err << "Warning: " << output::printable(message) << '\n'; }
 
 Result<kube::RestConfig> AppContext::load_config() {
   if (config_) return *config_;
@@ -67,7 +69,8 @@ Result<kube::Client*> AppContext::client() {
   options.request_timeout = timeout;
   options.stdin_is_terminal = streams_.stdin_is_terminal;
   std::ostream& err = streams_.err;
-  options.on_warning = [&err](std::string_view text) { err << "Warning: " << text << '\n'; };
+  // The server's Warning headers are its own text (admission webhooks write them): escaped.
+  options.on_warning = [&err](std::string_view text) { err << "Warning: " << output::printable(text) << '\n'; };
   // Said at every verbosity: without it a throttled call looks like a hang.
   options.on_wait = [&err](std::string_view text) { err << text << '\n'; };
   if (globals_.verbosity >= 1) {
@@ -75,8 +78,9 @@ Result<kube::Client*> AppContext::client() {
     options.on_request = [&err, verbosity](const kube::RequestLog& log) {
       // Only method, URL, status and time: headers (credentials) are never logged.
       if (log.status == 0) {
-        err << fmt::format("{} {} failed after {} ms (attempt {}): {}\n", log.method, log.url, log.duration.count(),
-                           log.attempt, log.error);
+        err << output::printable(fmt::format("{} {} failed after {} ms (attempt {}): {}", log.method, log.url,
+                                             log.duration.count(), log.attempt, log.error))
+            << '\n';
       } else {
         std::string detail;
         if (verbosity >= 2) {
@@ -189,7 +193,8 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
   Result<ExitCode> result = context.run();
   streams.out.flush();
   if (!result) {
-    streams.err << "error: " << one_line(result.error().message) << '\n';
+    // The one error line often quotes the server (a Status message, an object's field).
+    streams.err << "error: " << output::printable(one_line(result.error().message)) << '\n';
     return static_cast<int>(exit_code_for(result.error()));
   }
   if (!streams.out) {

@@ -139,9 +139,8 @@ ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat f
   }
   if (!t.empty()) out << t.render({true, ctx.color()});
   for (const auto& n : plan.nodes) {
-    out << fmt::format("{}: {}{}\n", n.node,
-                       n.completes ? "would drain completely" : "would not drain completely: " + n.message,
-                       n.already_cordoned ? " (already cordoned)" : "");
+    print_line(out, fmt::format("{}: {}{}", n.node, n.completes ? "would drain completely" : "would not drain completely: " + n.message,
+                                n.already_cordoned ? " (already cordoned)" : ""));
   }
   ctx.streams().err << "Dry run: nothing was changed.\n";
   return ExitCode::ok;
@@ -160,9 +159,10 @@ json result_json(const ops::NodeDrainResult& r) {
 
 ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   if (not_drained.empty()) return ExitCode::ok;
-  ctx.streams().err << fmt::format("error: {} node(s) not fully drained{}: {}\n", not_drained.size(),
-                                   util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
-                                   fmt::join(not_drained, ", "));
+  print_line(ctx.streams().err,
+             fmt::format("error: {} node(s) not fully drained{}: {}", not_drained.size(),
+                         util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
+                         fmt::join(not_drained, ", ")));
   return util::cancelled() ? interrupted_exit_code() : ExitCode::failure;
 }
 
@@ -172,10 +172,12 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, v.selection));
+  // Names that do not exist, and nodes the API answered with unusable names or fields: never
+  // drained, never given to --exec; said on stderr before anything starts.
+  for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
 
   if (f.dry_run) {
     GPUCTL_TRY_ASSIGN(ops::DrainPlan plan, ops::plan_drain(*client, selected.nodes, f.policy, f.pod_selector));
-    for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
     return render_plan(ctx, plan, v.format);
   }
 
@@ -235,7 +237,8 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     }
     for (const auto& m : selected.missing) {
       not_drained.push_back(m.node);
-      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-", "node not found"});
+      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-",
+                 m.error ? m.error->message : std::string("node not found")});
     }
     if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
       out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "RollingMaintenanceResult"}, {"items", items}}, v.format);
@@ -264,7 +267,7 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainResultList"}, {"items", items}}, v.format);
   } else if (v.format == OutputFormat::name) {
     for (const auto& r : results) {
-      if (r.outcome == ops::DrainOutcome::drained) out << "node/" << r.node << '\n';
+      if (r.outcome == ops::DrainOutcome::drained) print_line(out, "node/" + r.node);
     }
   } else {
     out << t.render({true, ctx.color()});
@@ -300,7 +303,7 @@ Examples:
 
   # Rolling driver upgrade, two nodes out at a time
   gpuctl drain -l pool=train --ignore-daemonsets --rolling --max-unavailable 2 \
-      --exec 'ssh "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
+      --exec 'ssh -- "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
   cmd->add_option("nodes", f->names, "NODE...");
   add_selector_flag(*cmd, f->selector);
   cmd->add_flag("--all-gpu-nodes", f->all_gpu_nodes, "Every GPU node");

@@ -77,6 +77,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   for (int frame = 0;; frame++) {
     GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *runner, options));
     if (progress) err << "\r\033[K" << std::flush;
+    for (const auto& skipped : view.skipped) ctx.warn(skipped);
     if (!o.failed_hosts.empty()) GPUCTL_TRY(write_failed_hosts(o.failed_hosts, view));
     auto& out = ctx.streams().out;
     if (format == OutputFormat::json || format == OutputFormat::yaml) {
@@ -95,7 +96,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
     if (util::cancelled()) return interrupted_exit_code();
     if (o.watch.empty()) {
       bool all_ok = std::all_of(view.nodes.begin(), view.nodes.end(), [](const ops::NodeGpuView& v) { return v.probe.outcome == "ok"; });
-      return all_ok ? ExitCode::ok : ExitCode::failure;
+      return all_ok && view.skipped.empty() ? ExitCode::ok : ExitCode::failure;
     }
     if (!util::sleep_unless_cancelled(interval)) return interrupted_exit_code();
   }

@@ -97,6 +97,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
   options.include_non_gpu_jobs = o.all;
   // run
   GPUCTL_TRY_ASSIGN(ops::JobList list, ops::collect_jobs(*client, options, std::chrono::system_clock::now()));
+  for (const auto& skipped : list.skipped) ctx.warn(skipped);
   auto& out = ctx.streams().out;
   switch (format) {
     case OutputFormat::json:
@@ -104,7 +105,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
       out << render_structured(ops::to_json(list), format);
       break;
     case OutputFormat::name:
-      for (const auto& j : list.jobs) out << "job/" << j.name << '\n';
+      for (const auto& j : list.jobs) print_line(out, "job/" + j.name);
       break;
     case OutputFormat::table:
     case OutputFormat::wide:
@@ -118,7 +119,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
       out << jobs_table(list, format == OutputFormat::wide, o.all_namespaces, !o.no_headers, ctx.color());
       break;
   }
-  return ExitCode::ok;
+  return list.skipped.empty() ? ExitCode::ok : ExitCode::failure;
 }
 
 Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
@@ -139,30 +140,32 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(ops::CleanPlan plan, ops::collect_clean_plan(*client, scope, *older, std::chrono::system_clock::now()));
   auto& out = ctx.streams().out;
   auto& err = ctx.streams().err;
+  for (const auto& skipped : plan.skipped) ctx.warn(skipped + "; not deleted");
+  const ExitCode done = plan.skipped.empty() ? ExitCode::ok : ExitCode::failure;
   auto id = [](const ops::CleanTarget& t) { return fmt::format("job {}/{}", t.namespace_name, t.name); };
   std::string kept = plan.keep.empty() ? "" : fmt::format(", {} kept (not finished or too recent)", plan.keep.size());
   if (plan.remove.empty()) {
     err << fmt::format("No finished {}jobs to delete{}{}.\n", o.all ? "" : "GPU ",
                        o.all_namespaces ? std::string() : " in namespace " + scope.namespace_name, kept);
-    return ExitCode::ok;
+    return done;
   }
   if (dry_run == DryRun::client) {
-    for (const auto& t : plan.remove) out << fmt::format("{} would be deleted with its pods: {} (dry run)\n", id(t), t.reason);
-    for (const auto& t : plan.keep) out << fmt::format("{} kept: {}\n", id(t), t.reason);
+    for (const auto& t : plan.remove) print_line(out, fmt::format("{} would be deleted with its pods: {} (dry run)", id(t), t.reason));
+    for (const auto& t : plan.keep) print_line(out, fmt::format("{} kept: {}", id(t), t.reason));
     out << fmt::format("{} finished {} would be deleted (dry run){}.\n", plan.remove.size(),
                        plan.remove.size() == 1 ? "job" : "jobs", kept);
-    return ExitCode::ok;
+    return done;
   }
   kube::WriteOptions write;
   write.dry_run = dry_run == DryRun::server;
   const char* suffix = write.dry_run ? " (server dry run)" : "";
   auto result = ops::delete_jobs(*client, plan.remove, write, [&](const ops::CleanOutcome& c) {
     if (c.deleted) {
-      out << fmt::format("{} deleted with its pods: {}{}\n", id(c.target), c.target.reason, suffix);
+      print_line(out, fmt::format("{} deleted with its pods: {}{}", id(c.target), c.target.reason, suffix));
     } else if (c.already_gone) {
-      out << fmt::format("{} already gone\n", id(c.target));
+      print_line(out, fmt::format("{} already gone", id(c.target)));
     } else {
-      err << "error: " << c.error << '\n';
+      print_line(err, "error: " + c.error);
     }
     out.flush();
   });
@@ -173,11 +176,11 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
     for (const auto& c : result.outcomes) {
       if (!c.deleted && !c.already_gone) names.push_back(c.target.namespace_name + "/" + c.target.name);
     }
-    err << fmt::format("error: {} {} could not be deleted: {}\n", result.failed, result.failed == 1 ? "job" : "jobs",
-                       fmt::join(names, ", "));
+    print_line(err, fmt::format("error: {} {} could not be deleted: {}", result.failed, result.failed == 1 ? "job" : "jobs",
+                                fmt::join(names, ", ")));
     return ExitCode::failure;
   }
-  return ExitCode::ok;
+  return done;
 }
 
 }  // namespace

@@ -141,6 +141,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
   ops::NodeInventoryOptions options{o.selector, o.all, o.from_cache};
   GPUCTL_TRY_ASSIGN(ops::NodeInventory inventory, ops::collect_node_inventory(*client, options));
   GPUCTL_TRY(ops::sort_nodes(inventory.nodes, o.sort_by));
+  for (const auto& skipped : inventory.skipped) ctx.warn(skipped);
   LiveByNode live;
   bool all_answered = true;
   if (ssh) {
@@ -175,7 +176,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
       break;
     }
     case OutputFormat::name:
-      for (const auto& n : inventory.nodes) out << "node/" << n.name << '\n';
+      for (const auto& n : inventory.nodes) print_line(out, "node/" + n.name);
       break;
     case OutputFormat::table:
     case OutputFormat::wide:
@@ -187,7 +188,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
       out << node_table(inventory, format == OutputFormat::wide, o, ctx.color(), live);
       break;
   }
-  return all_answered ? ExitCode::ok : ExitCode::failure;
+  return all_answered && inventory.skipped.empty() ? ExitCode::ok : ExitCode::failure;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "output_format.hpp"
 #include "gpuctl/ops/nodes.hpp"
 #include "gpuctl/ops/quota.hpp"
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 
 namespace gpuctl::cli {
@@ -122,8 +123,9 @@ std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, 
   for (const auto& v : list.items) {
     for (const auto& h : v.held_back) {
       std::string when = h.last_seen.empty() ? "" : ", last " + h.last_seen;
-      held_lines.push_back(fmt::format("  {} {}/{}: {} ({} time{}{})", v.namespace_name, h.kind.empty() ? "object" : lower(h.kind),
-                                       h.name, h.reason, h.count, h.count == 1 ? "" : "s", when));
+      held_lines.push_back(output::printable(fmt::format("  {} {}/{}: {} ({} time{}{})", v.namespace_name,
+                                                         h.kind.empty() ? "object" : lower(h.kind), h.name, h.reason, h.count,
+                                                         h.count == 1 ? "" : "s", when)));
     }
   }
   if (headers && !held_lines.empty()) text += fmt::format("\nHeld back by admission:\n{}\n", fmt::join(held_lines, "\n"));
@@ -161,6 +163,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
   // run
   GPUCTL_TRY_ASSIGN(ops::GpuQuotaList list, ops::collect_quota_view(*client, options));
   for (const auto& w : list.warnings) ctx.warn(w);
+  for (const auto& s : list.skipped) ctx.warn(s);
   for (const auto& f : list.findings()) ctx.warn(f.message);
   auto& out = ctx.streams().out;
   switch (format) {
@@ -170,7 +173,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
       break;
     case OutputFormat::name:
       for (const auto& v : list.items) {
-        for (const auto& q : v.quotas) out << "resourcequota/" << q.name << '\n';
+        for (const auto& q : v.quotas) print_line(out, "resourcequota/" + q.name);
       }
       break;
     case OutputFormat::table:
@@ -182,7 +185,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
       out << quota_table(list, format == OutputFormat::wide, !o.no_headers, ctx.color());
       break;
   }
-  return ExitCode::ok;
+  return list.skipped.empty() ? ExitCode::ok : ExitCode::failure;
 }
 
 Result<std::string> namespace_argument(const std::string& positional, AppContext& ctx, const char* usage) {
@@ -217,8 +220,8 @@ Result<ExitCode> run_quota_set(const QuotaSetOptions& o, AppContext& ctx) {
     return ExitCode::ok;
   }
   for (const auto& r : result.objects) {
-    out << fmt::format("{}/{} {}{}{}\n", lower(r.plan.kind), r.plan.name, ops::to_string(r.plan.action),
-                       r.plan.summary.empty() ? "" : ": " + r.plan.summary, dry_run_suffix(dry_run));
+    print_line(out, fmt::format("{}/{} {}{}{}", lower(r.plan.kind), r.plan.name, ops::to_string(r.plan.action),
+                                r.plan.summary.empty() ? "" : ": " + r.plan.summary, dry_run_suffix(dry_run)));
   }
   return ExitCode::ok;
 }
@@ -254,14 +257,14 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
   for (const auto& item : result.items) {
     const std::string id = item.plan.namespace_name + "/" + item.plan.quota;
     if (item.error) {
-      ctx.streams().err << fmt::format("error: resourcequota {}: {}\n", id, item.error->message);
+      print_line(ctx.streams().err, fmt::format("error: resourcequota {}: {}", id, item.error->message));
       failed.push_back(id);
       continue;
     }
     items.push_back(item.result);
     if (format == OutputFormat::table) {
-      out << fmt::format("resourcequota/{} configured (namespace {}): {}{}\n", item.plan.quota, item.plan.namespace_name,
-                         fmt::join(item.plan.changes, ", "), dry_run_suffix(dry_run));
+      print_line(out, fmt::format("resourcequota/{} configured (namespace {}): {}{}", item.plan.quota, item.plan.namespace_name,
+                                  fmt::join(item.plan.changes, ", "), dry_run_suffix(dry_run)));
     }
   }
   if (format == OutputFormat::json || format == OutputFormat::yaml) out << render_structured(list_of(std::move(items)), format);
@@ -269,7 +272,8 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
     out << fmt::format("No quota with GPU keys Kubernetes does not enforce in {}.\n", ns.empty() ? "any namespace" : "namespace " + ns);
   }
   if (!failed.empty()) {
-    ctx.streams().err << fmt::format("error: {} of {} quota(s) failed: {}\n", failed.size(), result.items.size(), fmt::join(failed, ", "));
+    print_line(ctx.streams().err,
+               fmt::format("error: {} of {} quota(s) failed: {}", failed.size(), result.items.size(), fmt::join(failed, ", ")));
     return ExitCode::failure;
   }
   return ExitCode::ok;

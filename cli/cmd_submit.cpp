@@ -1,5 +1,6 @@
 // gpuctl submit: a GPU training Job with the right defaults, checked before it is created, and
 // optionally waited for (--wait) or followed (--follow) to its result.
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -35,6 +36,9 @@ struct SubmitOptions {
   std::string timeout = "0";
   bool parsable = false;
   bool force = false;
+  // Set while parsing: NAME got its value from a word after `--` (see register_submit).
+  bool name_seen = false;
+  bool name_after_separator = false;
 };
 
 struct ValidatedSubmit {
@@ -54,6 +58,13 @@ Error usage(std::string message) {
 Result<ValidatedSubmit> validate(SubmitOptions& o) {
   ValidatedSubmit v;
   o.flags.from_manifest = !o.filename.empty();
+  if (o.name_after_separator) {
+    // Every word after `--` is the command: give the word CLI11 took as NAME back to it, so the
+    // missing NAME (or a COMMAND beside -f) is refused as such.
+    o.flags.command.insert(o.flags.command.begin(), o.flags.name);
+    o.flags.name.clear();
+    o.name_after_separator = false;
+  }
   GPUCTL_TRY_ASSIGN(v.spec, ops::parse_submit_flags(o.flags));
   GPUCTL_TRY_ASSIGN(v.dry_run, parse_dry_run(o.dry_run));
   if (!o.output.empty()) {
@@ -129,7 +140,10 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
   auto& err = ctx.streams().err;
   ops::JobWaitOptions wait;
   wait.timeout = v.timeout;
-  wait.on_change = [&](const ops::JobSummary& s) { err << progress_line(s) << '\n' << std::flush; };
+  wait.on_change = [&](const ops::JobSummary& s) {
+    print_line(err, progress_line(s));
+    err << std::flush;
+  };
   std::optional<ops::JobLogFollower> follower;
   if (o.follow) {
     ops::JobLogOptions logs;
@@ -138,7 +152,8 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
       return static_cast<bool>(ctx.streams().out);
     };
     logs.on_notice = [&](const std::string& text) {
-      if (!util::cancelled()) err << text << '\n' << std::flush;  // not "log stream abandoned" after Ctrl-C
+      if (!util::cancelled()) print_line(err, text);  // not "log stream abandoned" after Ctrl-C
+      err << std::flush;
     };
     follower.emplace(client, ns, name, std::move(logs));
     wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
@@ -148,7 +163,7 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
   bool succeeded = result->phase == ops::JobPhase::succeeded;
   // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
   auto& verdict_stream = (o.parsable || v.format || o.follow) ? err : ctx.streams().out;
-  verdict_stream << job_result_line(*result) << '\n';
+  print_line(verdict_stream, job_result_line(*result));
   return exit_code_for_job(succeeded, result->failure ? result->failure->reason : "",
                            result->failure ? result->failure->exit_code : std::nullopt);
 }
@@ -159,14 +174,14 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   json manifest;
   if (v.spec.from_manifest) {
     GPUCTL_TRY_ASSIGN(manifest, read_manifest(o.filename));
+    GPUCTL_TRY(ops::check_manifest(manifest, o.filename));  // before any request
   }
   // complete: the nodes say which label names the product and which taints mark the pools.
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(std::string ns, ctx.namespace_name());
   bool explicit_namespace = !ctx.globals().namespace_name.empty();
   if (v.spec.from_manifest && !explicit_namespace) {
-    if (auto manifest_ns = manifest.contains("metadata") ? manifest["metadata"].value("namespace", "") : "";
-        !manifest_ns.empty()) {
+    if (auto manifest_ns = kube::namespace_of(manifest); !manifest_ns.empty()) {
       ns = manifest_ns;
     }
   }
@@ -201,13 +216,13 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
     } else if (o.force) {
       ctx.warn("--force: submitting although " + f.message);
     } else {
-      ctx.streams().err << "refused (" << f.check << "): " << f.message << '\n';
+      print_line(ctx.streams().err, "refused (" + f.check + "): " + f.message);
       refused = true;
     }
   }
   if (refused) {
-    ctx.streams().err << fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway\n",
-                                     ns, name);
+    print_line(ctx.streams().err,
+               fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway", ns, name));
     return ExitCode::refused;
   }
 
@@ -219,17 +234,17 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   }
   const char* suffix = v.dry_run == DryRun::client ? " (dry run)" : v.dry_run == DryRun::server ? " (server dry run)" : "";
   if (o.parsable) {
-    out << ns << '/' << name << '\n';
+    print_line(out, ns + '/' + name);
   } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
     out << render_structured(sent, *v.format);
   } else if (v.format && *v.format == OutputFormat::name) {
-    out << "job.batch/" << name << '\n';
+    print_line(out, "job.batch/" + name);
   } else {
     // The human summary: what will run where, and every default gpuctl chose.
     auto& summary = o.follow ? ctx.streams().err : out;
-    summary << fmt::format("job {}/{} {}{}: {}\n", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
-                           suffix, gpu_phrase(built.job));
-    for (const auto& note : built.notes) summary << "  " << note << '\n';
+    print_line(summary, fmt::format("job {}/{} {}{}: {}", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
+                                    suffix, gpu_phrase(built.job)));
+    for (const auto& note : built.notes) print_line(summary, "  " + note);
     if (v.dry_run == DryRun::server) summary << "  the API server admitted the Job and a pod built from its template\n";
   }
   if (!o.wait && !o.follow) return ExitCode::ok;
@@ -274,7 +289,22 @@ Examples:
   # In a script: the job's name, then its exit code
   job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${{job%/*}}")",
                           ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds));
-  cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+  auto* name = cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+  // CLI11 fills NAME with the first word after `--` when none came before it, which would turn
+  // `submit --image x --gpus 1 -- python train.py` into a job "python" running "train.py".
+  // Only while parsing can that be seen: CLI11 has then already kept the `--` among the
+  // subcommand's remaining arguments. The check records it and never refuses a value.
+  cmd->validate_positionals();
+  name->check(CLI::Validator(
+      [o, cmd](std::string&) {
+        if (!o->name_seen) {
+          o->name_seen = true;
+          auto rest = cmd->remaining();
+          o->name_after_separator = std::find(rest.begin(), rest.end(), "--") != rest.end();
+        }
+        return std::string();
+      },
+      "", "name-before-separator"));
   cmd->add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
   cmd->add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
   cmd->add_option("--image", f.image, "Container image");

@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "node_changes.hpp"
+#include "output_format.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -66,7 +67,7 @@ Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
     GPUCTL_TRY_ASSIGN(auto pods, ops::pods_on_nodes(*client, names));
     auto refusals = check_running_pods(ctx, pods, specs, o.yes);
     if (!refusals.empty()) {
-      for (std::size_t i = 0; i + 1 < refusals.size(); i++) ctx.streams().err << "error: " << refusals[i] << '\n';
+      for (std::size_t i = 0; i + 1 < refusals.size(); i++) print_line(ctx.streams().err, "error: " + refusals[i]);
       return fail(Errc::invalid_argument, refusals.back() + (refusals.size() > 1 ? "; nothing was changed" : ""));
     }
   }

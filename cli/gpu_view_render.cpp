@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 
 namespace gpuctl::cli {
@@ -107,7 +108,7 @@ std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
     text += fmt::format("\n{} of {} node(s) did not fully answer:\n", count, view.nodes.size());
     for (const auto& g : view.failures) {
       text += fmt::format("  {} ({}): {}\n    {}\n", output::styled(g.outcome, outcome_style(g.outcome), o.color),
-                          g.nodes.size(), g.message, fmt::join(g.nodes, ","));
+                          g.nodes.size(), output::printable(g.message), output::printable(fmt::format("{}", fmt::join(g.nodes, ","))));
     }
   }
   return text;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
@@ -14,7 +15,11 @@ namespace gpuctl::cli {
 LiveStatus::LiveStatus(std::ostream& out, bool terminal, std::size_t width)
     : out_(out), terminal_(terminal), width_(width == 0 ? 120 : width) {}
 
-void LiveStatus::update(const std::string& key, const std::string& line) {
+void LiveStatus::update(const std::string& raw_key, const std::string& raw_line) {
+  // Node names and event messages come from the cluster; escaped before the block is laid out,
+  // so the cursor movements below stay the only control sequences.
+  std::string key = output::printable(raw_key);
+  std::string line = output::printable(raw_line);
   std::lock_guard guard(mutex_);
   if (!terminal_) {
     out_ << util::format_rfc3339(std::chrono::system_clock::now()) << ' ' << key << ": " << line << '\n';

@@ -72,7 +72,7 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
   for (const auto& c : changes) {
     if (c.outcome == ops::ChangeOutcome::failed) {
       failed.push_back(c.node);
-      err << fmt::format("error: node/{}: {}\n", c.node, c.error ? c.error->message : "failed");
+      print_line(err, fmt::format("error: node/{}: {}", c.node, c.error ? c.error->message : "failed"));
     }
   }
   if (request.output == "json" || request.output == "yaml") {
@@ -85,23 +85,23 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
     for (const auto& c : changes) {
       if (c.outcome == ops::ChangeOutcome::failed) continue;
       if (request.output == "name") {
-        out << "node/" << c.node << '\n';
+        print_line(out, "node/" + c.node);
         continue;
       }
       std::string summary = c.summary.empty() ? "" : ": " + c.summary;
       if (c.outcome == ops::ChangeOutcome::unchanged) {
-        out << fmt::format("node/{} unchanged{}\n", c.node, summary);
+        print_line(out, fmt::format("node/{} unchanged{}", c.node, summary));
       } else {
-        out << fmt::format("node/{} {}{}{}\n", c.node, verb, summary, suffix);
+        print_line(out, fmt::format("node/{} {}{}{}", c.node, verb, summary, suffix));
         if (request.dry_run == ops::DryRunMode::client) {
-          out << fmt::format("  PATCH {} ({}) {}\n", c.path, c.content_type, c.patch.dump());
+          print_line(out, fmt::format("  PATCH {} ({}) {}", c.path, c.content_type, c.patch.dump()));
         }
       }
     }
   }
   if (failed.empty()) return ExitCode::ok;
   if (changes.size() > 1) {  // for one node, its own error line says it all
-    err << fmt::format("error: {} of {} node(s) failed: {}\n", failed.size(), changes.size(), fmt::join(failed, ", "));
+    print_line(err, fmt::format("error: {} of {} node(s) failed: {}", failed.size(), changes.size(), fmt::join(failed, ", ")));
   }
   // Refusals of the request itself (an existing value without --overwrite) are usage errors;
   // anything the cluster refused or could not do makes it a failure.

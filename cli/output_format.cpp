@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/yaml.hpp"
 
 namespace gpuctl::cli {
@@ -26,5 +27,7 @@ std::string render_structured(const nlohmann::json& value, OutputFormat format) 
   if (format == OutputFormat::yaml) return output::to_yaml(value);
   return value.dump(2) + "\n";
 }
+
+void print_line(std::ostream& out, std::string_view line) { out << output::printable(line) << '\n'; }
 
 }  // namespace gpuctl::cli

@@ -1,6 +1,8 @@
 #pragma once
 // The -o/--output flag shared by listing commands, and structured (JSON/YAML) rendering.
+#include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -17,5 +19,8 @@ CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector
 Result<OutputFormat> parse_output_format(const std::string& text);
 // JSON (indented, newline-terminated) or YAML.
 std::string render_structured(const nlohmann::json& value, OutputFormat format);
+// One line of human output: `line` with its control characters escaped (output::printable, so
+// text from the cluster cannot drive the terminal or forge lines), then a newline.
+void print_line(std::ostream& out, std::string_view line);
 
 }  // namespace gpuctl::cli

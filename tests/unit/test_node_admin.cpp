@@ -316,3 +316,31 @@ TEST_CASE("select_nodes: names one by one with the missing ones named, selectors
   CHECK_FALSE(ops::validate_selection({{}, "", false}));
   CHECK(ops::validate_selection({{}, "a=b", false}));
 }
+
+TEST_CASE("select_nodes: a node whose name or fields the API got wrong is reported failed, never selected", "[node-admin]") {
+  FakeClient fc;
+  json option_name = node("-oProxyCommand=touch-x");  // would be an ssh option in --exec 'ssh "$1"'
+  json bad_status = node("g-2");
+  bad_status["status"] = "Ready";
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of({node("g-0"), option_name, bad_status})),
+              "labelSelector=pool%3Da");
+  auto selected = ops::select_nodes(*fc.client, {{}, "pool=a", false});
+  REQUIRE(selected);
+  REQUIRE(selected->nodes.size() == 1);
+  CHECK(kube::name_of(selected->nodes[0]) == "g-0");
+  REQUIRE(selected->missing.size() == 2);
+  CHECK(selected->missing[0].node == "#2");
+  CHECK(selected->missing[0].error->code == Errc::parse);
+  CHECK(selected->missing[0].error->message.find("not a node name") != std::string::npos);
+  CHECK(selected->missing[0].error->message.find("-oProxyCommand=touch-x") != std::string::npos);
+  CHECK(selected->missing[1].node == "g-2");
+  CHECK(selected->missing[1].error->message == "node g-2 skipped: status is a string, expected an object");
+
+  FakeClient named;
+  named.fake->on("GET", "/api/v1/nodes/g-2", json_answer(200, bad_status.dump()));
+  auto one = ops::select_nodes(*named.client, {{"g-2"}, "", false});
+  REQUIRE(one);
+  CHECK(one->nodes.empty());
+  REQUIRE(one->missing.size() == 1);
+  CHECK(one->missing[0].error->message == "node g-2 skipped: status is a string, expected an object");
+}

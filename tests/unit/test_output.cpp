@@ -3,6 +3,8 @@
 #include <sstream>
 
 #include "live_status.hpp"
+#include "gpuctl/kube/manifest.hpp"
+#include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/output/yaml.hpp"
 
@@ -56,4 +58,46 @@ TEST_CASE("live status: timestamped lines off a terminal, one redrawn line per n
   REQUIRE(last != std::string::npos);
   CHECK(screen.substr(last) ==
         "\033[2A\r\033[Kn1       waiting for 1 pod(s)\n\r\033[Knode-22  evicting ml/a\n");
+}
+
+TEST_CASE("output::printable escapes C0, DEL, C1, bidi controls and stray bytes, and keeps other text", "[output]") {
+  using gpuctl::output::is_printable;
+  using gpuctl::output::printable;
+  CHECK(printable("gpu-7") == "gpu-7");
+  CHECK(printable("\x1b[2J\x1b[Hok") == "\\x1b[2J\\x1b[Hok");
+  CHECK(printable("a\nb\tc\rd") == "a\\x0ab\\x09c\\x0dd");
+  CHECK(printable(std::string("nul\0end", 7)) == "nul\\x00end");
+  CHECK(printable("del\x7f") == "del\\x7f");
+  CHECK(printable("csi\xc2\x9b" "31m") == "csi\\u009b31m");            // C1 CSI as UTF-8
+  CHECK(printable("lone\x9b" "31m") == "lone\\x9b31m");                   // a bare 8-bit CSI byte
+  CHECK(printable("evil\xe2\x80\xaetxt.exe") == "evil\\u202etxt.exe");  // RIGHT-TO-LEFT OVERRIDE
+  CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069"); // isolates
+  CHECK(printable("\xe2\x80\xa9") == "\xe2\x80\xa9");                 // U+2029 is not on the list
+  CHECK(printable("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80") == "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80");
+  CHECK(printable("\xc0\x9b") == "\\xc0\\x9b");  // overlong: not UTF-8
+  CHECK(printable("\xe2\x80") == "\\xe2\\x80");  // truncated
+  CHECK(is_printable("NVIDIA-A100 caf\xc3\xa9"));
+  CHECK_FALSE(is_printable("a\x1b"));
+  CHECK_FALSE(is_printable("\xe2\x80\xae"));
+}
+
+TEST_CASE("output::Table escapes every cell, so server text cannot forge rows or move the cursor", "[output]") {
+  gpuctl::output::Table t({"NAME", "MESSAGE"});
+  t.add_row({"gpu-0\ngpu-9   Ready", "\x1b[2Jgone"});
+  t.add_row({"gpu-1", "ok"});
+  std::string text = t.render({true, true});
+  CHECK(text.find("gpu-0\\x0agpu-9   Ready   \\x1b[2Jgone\n") != std::string::npos);
+  CHECK(std::count(text.begin(), text.end(), '\n') == 3);
+  CHECK(text.find("\x1b[2J") == std::string::npos);
+  // the escaped text is what the columns are aligned on
+  CHECK(text.find("gpu-1                    ok\n") != std::string::npos);
+}
+
+TEST_CASE("output::to_yaml keeps control characters exact: what it writes reads back the same", "[output]") {
+  json doc = {{"reason", "\x1b[2J\x1b[H\xe2\x80\xae" "FORGED\x07\r\nrow"}, {"plain", "ok"}};
+  std::string y = gpuctl::output::to_yaml(doc);
+  CHECK(y.find('\x1b') == std::string::npos);  // a C0 character is written as an escape ...
+  auto back = gpuctl::kube::parse_manifest(y, "yaml");
+  REQUIRE(back);
+  CHECK(*back == doc);  // ... and reads back exactly
 }

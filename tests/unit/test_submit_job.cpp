@@ -294,3 +294,45 @@ TEST_CASE("label selector: kubectl's syntax becomes a LabelSelector", "[submit]"
   CHECK_FALSE(gpuctl::kube::parse_label_selector("a,,b"));
   CHECK_FALSE(gpuctl::kube::parse_label_selector("zone within (a)"));
 }
+
+TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse are usage errors naming the field", "[submit]") {
+  auto check = [](const std::string& spec_yaml) {
+    std::string yaml = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: " + spec_yaml + "\n";
+    return gpuctl::ops::check_manifest(*gpuctl::kube::parse_manifest(yaml, "job.yaml"), "job.yaml");
+  };
+  struct Case {
+    std::string spec;
+    std::string message;
+  };
+  std::vector<Case> cases = {
+      {R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: "-4"}}}]}}})",
+       "job.yaml: spec.template.spec.containers[0].resources.limits.nvidia.com/gpu \"-4\": expected a whole number of GPUs from 0 to 1024 (as --gpus)"},
+      {R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: "1.5"}}}]}}})",
+       "nvidia.com/gpu \"1.5\": expected a whole number of GPUs"},
+      {R"({template: {spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "-1"}}}]}}})",
+       "resources.requests.cpu \"-1\": must be more than zero (as --cpu and --memory)"},
+      {R"({template: {spec: {containers: [{name: c, image: i, resources: {requests: {memory: 8Gi}, limits: {memory: 1Gi}}}]}}})",
+       "the memory limit 1Gi is below the request 8Gi"},
+      {R"({template: {spec: {containers: [{name: c, image: i, resources: []}]}}})",
+       "job.yaml: spec.template.spec.containers[0].resources is a list, expected an object"},
+      {R"({template: {spec: {containers: {name: c}}}})", "spec.template.spec.containers is an object, expected a list"},
+      {R"({template: {spec: {containers: [{name: c, image: i, env: [{name: "1BAD", value: x}]}]}}})", "\"1BAD\" is not a valid variable name"},
+      {R"({backoffLimit: -1, template: {spec: {containers: [{name: c, image: i}]}}})", "spec.backoffLimit -1: expected a whole number from 0"},
+      {R"({backoffLimit: "2", template: {spec: {containers: [{name: c, image: i}]}}})", "spec.backoffLimit \"2\""},
+      {R"({activeDeadlineSeconds: 0, template: {spec: {containers: [{name: c, image: i}]}}})", "spec.activeDeadlineSeconds 0"},
+      {R"({template: {metadata: {labels: {"a b": x}}, spec: {containers: [{name: c, image: i}]}}})", "is not a valid label (as --label)"},
+      {"5", "job.yaml: spec is an integer, expected an object"},
+  };
+  for (const auto& c : cases) {
+    CAPTURE(c.spec);
+    auto r = check(c.spec);
+    REQUIRE_FALSE(r);
+    CHECK(r.error().code == gpuctl::Errc::invalid_argument);
+    CHECK_THAT(r.error().message, Catch::Contains(c.message));
+  }
+  CHECK(check(R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 8, cpu: 500m}}}]}}})"));
+  CHECK(check(R"({template: {spec: {containers: [{name: c, image: i}]}}, status: null})"));
+  auto bad_name = gpuctl::ops::check_manifest(*gpuctl::kube::parse_manifest("apiVersion: batch/v1\nkind: Job\nmetadata: {name: 5}\n", "job.yaml"), "job.yaml");
+  REQUIRE_FALSE(bad_name);
+  CHECK(bad_name.error().message == "job.yaml: metadata.name is an integer, expected a string");
+}

@@ -1,5 +1,9 @@
 #include "gpuctl/kube/objects.hpp"
 
+#include <climits>
+
+#include <fmt/format.h>
+
 namespace gpuctl::kube {
 
 const json& field(const json& object, std::string_view a) {
@@ -12,6 +16,29 @@ const json& field(const json& object, std::string_view a) {
 std::string string_field(const json& object, std::string_view a) {
   const json& v = field(object, a);
   return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+const json& field_at(const json& object, std::initializer_list<std::string_view> path) {
+  const json* at = &object;
+  for (auto key : path) at = &field(*at, key);
+  return *at;
+}
+
+const json& array_field(const json& object, std::string_view key) {
+  static const json kEmpty = json::array();
+  const json& v = field(object, key);
+  return v.is_array() ? v : kEmpty;
+}
+
+std::optional<std::int64_t> integer_field(const json& object, std::string_view key) {
+  const json& v = field(object, key);
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) return v.get<std::int64_t>();
+  return std::nullopt;
+}
+
+bool bool_field(const json& object, std::string_view key, bool fallback) {
+  const json& v = field(object, key);
+  return v.is_boolean() ? v.get<bool>() : fallback;
 }
 
 namespace {

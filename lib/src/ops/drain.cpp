@@ -47,8 +47,8 @@ void EvictionSlots::release() {
 
 Result<bool> eviction_supported(kube::Client& client) {
   GPUCTL_TRY_ASSIGN(json doc, client.get(kube::paths::core_v1_discovery()));
-  for (const auto& r : doc.value("resources", json::array())) {
-    if (r.value("name", "") == "pods/eviction" && r.value("kind", "") == "Eviction") return true;
+  for (const auto& r : kube::array_field(doc, "resources")) {
+    if (kube::string_field(r, "name") == "pods/eviction" && kube::string_field(r, "kind") == "Eviction") return true;
   }
   return false;
 }
@@ -74,7 +74,7 @@ NodeDrainResult not_started(const json& node) {
 }
 
 std::string key_of(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
-std::string uid_of(const json& pod) { return pod["metadata"].value("uid", ""); }
+std::string uid_of(const json& pod) { return kube::string_field(kube::field(pod, "metadata"), "uid"); }
 
 // Which DaemonSets of these pods no longer exist (one GET per DaemonSet).
 Result<std::vector<std::pair<std::string, std::string>>> missing_daemonsets(kube::Client& client,
@@ -83,8 +83,8 @@ Result<std::vector<std::pair<std::string, std::string>>> missing_daemonsets(kube
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& pod : pods) {
     json c = controller_of(pod);
-    if (!c.is_object() || c.value("kind", "") != "DaemonSet" || kube::pod_is_terminal(pod)) continue;
-    auto key = std::make_pair(kube::namespace_of(pod), c.value("name", ""));
+    if (kube::string_field(c, "kind") != "DaemonSet" || kube::pod_is_terminal(pod)) continue;
+    auto key = std::make_pair(kube::namespace_of(pod), kube::string_field(c, "name"));
     if (!seen.insert(key).second) continue;
     auto ds = client.get(kube::paths::daemon_set(key.first, key.second));
     if (!ds && ds.error().is_not_found()) {
@@ -218,8 +218,8 @@ class NodeDrainer {
       PodFacts facts;
       facts.now = now;
       json c = controller_of(pod);
-      if (c.is_object() && c.value("kind", "") == "DaemonSet") {
-        auto k = std::make_pair(kube::namespace_of(pod), c.value("name", ""));
+      if (kube::string_field(c, "kind") == "DaemonSet") {
+        auto k = std::make_pair(kube::namespace_of(pod), kube::string_field(c, "name"));
         facts.daemonset_exists = std::find(missing->begin(), missing->end(), k) == missing->end();
       }
       auto verdict = classify_pod(pod, o_.policy, facts);

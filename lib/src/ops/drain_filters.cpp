@@ -23,13 +23,8 @@ std::string_view to_string(PodAction action) {
 }
 
 json controller_of(const json& pod) {
-  const json* owners = nullptr;
-  if (auto m = pod.find("metadata"); m != pod.end()) {
-    if (auto o = m->find("ownerReferences"); o != m->end() && o->is_array()) owners = &*o;
-  }
-  if (owners == nullptr) return nullptr;
-  for (const auto& ref : *owners) {
-    if (ref.value("controller", false)) return ref;
+  for (const auto& ref : kube::array_field(kube::field(pod, "metadata"), "ownerReferences")) {
+    if (kube::bool_field(ref, "controller")) return ref;
   }
   return nullptr;
 }
@@ -59,14 +54,14 @@ bool has_empty_dir(const json& pod) {
 
 bool is_daemonset_pod(const json& pod) {
   json c = controller_of(pod);
-  return c.is_object() && c.value("kind", "") == "DaemonSet";
+  return kube::string_field(c, "kind") == "DaemonSet";
 }
 
 }  // namespace
 
 std::optional<PodVerdict> filter_long_deleted(const json& pod, const DrainPolicy& policy, const PodFacts& facts) {
   if (policy.skip_wait_for_delete_timeout_seconds <= 0) return std::nullopt;
-  auto ts = pod["metadata"].value("deletionTimestamp", "");
+  auto ts = kube::string_field(kube::field(pod, "metadata"), "deletionTimestamp");
   if (ts.empty()) return std::nullopt;
   auto since = util::parse_rfc3339(ts);
   if (!since) return std::nullopt;
@@ -133,12 +128,13 @@ PdbBudget pdb_budget(const json& pdb) {
   PdbBudget b;
   b.ns = kube::namespace_of(pdb);
   b.name = kube::name_of(pdb);
-  const json status = pdb.value("status", json::object());
-  b.disruptions_allowed = status.value("disruptionsAllowed", std::int64_t{0});
-  b.desired_healthy = status.value("desiredHealthy", std::int64_t{0});
-  b.current_healthy = status.value("currentHealthy", std::int64_t{0});
-  b.expected_pods = status.value("expectedPods", std::int64_t{0});
-  b.observed = status.value("observedGeneration", std::int64_t{0}) >= pdb["metadata"].value("generation", std::int64_t{0});
+  const json& status = kube::field(pdb, "status");
+  b.disruptions_allowed = kube::integer_field(status, "disruptionsAllowed").value_or(0);
+  b.desired_healthy = kube::integer_field(status, "desiredHealthy").value_or(0);
+  b.current_healthy = kube::integer_field(status, "currentHealthy").value_or(0);
+  b.expected_pods = kube::integer_field(status, "expectedPods").value_or(0);
+  b.observed = kube::integer_field(status, "observedGeneration").value_or(0) >=
+               kube::integer_field(kube::field(pdb, "metadata"), "generation").value_or(0);
   return b;
 }
 
@@ -160,15 +156,18 @@ bool selector_matches(const json& selector, const json& labels) {
   if (auto ml = selector.find("matchLabels"); ml != selector.end() && ml->is_object()) {
     for (const auto& [k, v] : ml->items()) {
       any = true;
-      if (label(k) != v.get<std::string>()) return false;
+      if (!v.is_string() || label(k) != v.get<std::string>()) return false;
     }
   }
   if (auto me = selector.find("matchExpressions"); me != selector.end() && me->is_array()) {
     for (const auto& e : *me) {
       any = true;
-      auto value = label(e.value("key", ""));
-      std::string op = e.value("operator", "");
-      std::vector<std::string> values = e.value("values", std::vector<std::string>{});
+      auto value = label(kube::string_field(e, "key"));
+      std::string op = kube::string_field(e, "operator");
+      std::vector<std::string> values;
+      for (const auto& v : kube::array_field(e, "values")) {
+        if (v.is_string()) values.push_back(v.get<std::string>());
+      }
       bool in = value && std::find(values.begin(), values.end(), *value) != values.end();
       if (op == "In" && !in) return false;
       if (op == "NotIn" && in) return false;
@@ -182,10 +181,10 @@ bool selector_matches(const json& selector, const json& labels) {
 std::vector<const json*> pdbs_for_pod(const json& pod, const std::vector<json>& pdbs) {
   std::vector<const json*> out;
   const std::string ns = kube::namespace_of(pod);
-  const json labels = pod["metadata"].value("labels", json::object());
+  const json& labels = kube::field_at(pod, {"metadata", "labels"});
   for (const auto& pdb : pdbs) {
     if (kube::namespace_of(pdb) != ns) continue;
-    if (selector_matches(pdb["spec"].value("selector", json::object()), labels)) out.push_back(&pdb);
+    if (selector_matches(kube::field_at(pdb, {"spec", "selector"}), labels)) out.push_back(&pdb);
   }
   return out;
 }
@@ -219,8 +218,8 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
       PodFacts facts;
       facts.now = now;
       json c = controller_of(pod);
-      if (c.is_object() && c.value("kind", "") == "DaemonSet") {
-        auto key = std::make_pair(pp.ns, c.value("name", ""));
+      if (kube::string_field(c, "kind") == "DaemonSet") {
+        auto key = std::make_pair(pp.ns, kube::string_field(c, "name"));
         facts.daemonset_exists = std::find(in.missing_daemonsets.begin(), in.missing_daemonsets.end(), key) ==
                                  in.missing_daemonsets.end();
       }

@@ -88,6 +88,18 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
   pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
   GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
 
+  GpuView view;
+  std::set<std::string> malformed;  // names of the nodes skipped: named, so never "no such node"
+  for (std::size_t i = 0; i < nodes.items.size(); ++i) {
+    if (auto problem = kube::node_shape_problem(nodes.items[i]); !problem.empty()) {
+      view.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", nodes.items[i], i), problem));
+      malformed.insert(kube::name_of(nodes.items[i]));
+      nodes.items[i] = nullptr;
+    }
+  }
+  std::erase_if(nodes.items, [](const json& n) { return n.is_null(); });
+  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, view.skipped);
+
   std::vector<json> chosen;
   if (options.names.empty()) {
     for (auto& n : nodes.items) {
@@ -98,7 +110,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     for (const auto& name : options.names) {
       auto it = std::find_if(nodes.items.begin(), nodes.items.end(), [&](const json& n) { return kube::name_of(n) == name; });
       if (it == nodes.items.end()) {
-        missing.push_back(name);
+        if (!malformed.contains(name)) missing.push_back(name);
       } else if (std::none_of(chosen.begin(), chosen.end(), [&](const json& n) { return kube::name_of(n) == name; })) {
         chosen.push_back(*it);
       }
@@ -113,6 +125,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     }
   }
   NodeInventory inventory = build_node_inventory(chosen, pods.items, true, std::chrono::system_clock::now());
+  for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
 
   std::map<std::string, std::vector<GpuPod>> pods_by_node;
   for (const auto& pod : pods.items) {
@@ -121,7 +134,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     for (const auto& [resource, quantity] : kube::pod_requests(pod)) {
       if (resource.starts_with(kNvidiaResourcePrefix) && quantity.value() > 0) gp.resources[resource] = quantity.value();
     }
-    if (!gp.resources.empty()) pods_by_node[pod.value("/spec/nodeName"_json_pointer, std::string())].push_back(gp);
+    if (!gp.resources.empty()) pods_by_node[kube::string_field(kube::field(pod, "spec"), "nodeName")].push_back(gp);
   }
 
   std::vector<ProbeTarget> targets;
@@ -137,7 +150,6 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
   }
   GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, targets, options.probe));
 
-  GpuView view;
   std::map<std::string, NodeProbe*> probe_by_node;
   for (auto& p : probes) probe_by_node[p.node] = &p;
   for (auto& info : inventory.nodes) {

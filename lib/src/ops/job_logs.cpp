@@ -16,11 +16,11 @@ using json = nlohmann::json;
 
 std::string container_for(const json& pod, const std::string& wanted) {
   if (!wanted.empty()) return wanted;
-  const json& containers = pod["spec"].value("containers", json::array());
+  const json& containers = kube::array_field(kube::field(pod, "spec"), "containers");
   for (const auto& c : containers) {
-    if (c.value("name", "") == "main") return "main";
+    if (kube::string_field(c, "name") == "main") return "main";
   }
-  return containers.empty() ? std::string() : containers[0].value("name", "");
+  return containers.empty() ? std::string() : kube::string_field(containers[0], "name");
 }
 
 }  // namespace
@@ -41,19 +41,19 @@ void JobLogFollower::poll() {
   }
   std::vector<json> started;
   for (auto& p : pods->items) {
-    std::string phase = p["status"].value("phase", "");
-    if ((phase == "Running" || phase == "Succeeded" || phase == "Failed") && !done_.contains(p["metadata"].value("uid", ""))) {
+    std::string phase = kube::string_field(kube::field(p, "status"), "phase");
+    if ((phase == "Running" || phase == "Succeeded" || phase == "Failed") && !done_.contains(kube::string_field(kube::field(p, "metadata"), "uid"))) {
       started.push_back(std::move(p));
     }
   }
   std::sort(started.begin(), started.end(), [](const json& a, const json& b) {
-    return a["metadata"].value("creationTimestamp", "") < b["metadata"].value("creationTimestamp", "");
+    return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") < kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
   });
   for (const auto& pod : started) {
-    done_.insert(pod["metadata"].value("uid", ""));
+    done_.insert(kube::string_field(kube::field(pod, "metadata"), "uid"));
     std::string name = kube::name_of(pod);
     std::string container = container_for(pod, options_.container);
-    notice(fmt::format("==> pod {} on node {} <==", name, pod["spec"].value("nodeName", "?")));
+    notice(fmt::format("==> pod {} on node {} <==", name, kube::string_field(kube::field(pod, "spec"), "nodeName")));
     kube::Query query;
     query.add("follow", "true").add_if(!container.empty(), "container", container);
     bool stopped = false;

@@ -40,14 +40,14 @@ const json& array_at(const json& object, const json::json_pointer& ptr) {
 // The condition of this type whose status is True, or nullptr.
 const json* true_condition(const json& object, std::string_view type) {
   for (const auto& c : array_at(object, "/status/conditions"_json_pointer)) {
-    if (c.value("type", "") == type && c.value("status", "") == "True") return &c;
+    if (kube::string_field(c, "type") == type && kube::string_field(c, "status") == "True") return &c;
   }
   return nullptr;
 }
 
 const json* condition(const json& object, std::string_view type) {
   for (const auto& c : array_at(object, "/status/conditions"_json_pointer)) {
-    if (c.value("type", "") == type) return &c;
+    if (kube::string_field(c, "type") == type) return &c;
   }
   return nullptr;
 }
@@ -100,8 +100,8 @@ std::optional<Termination> failed_termination(const json& pod) {
         if (!t.is_object() || !t.contains("exitCode") || !t["exitCode"].is_number_integer()) continue;
         int code = t["exitCode"].get<int>();
         if (code == 0) continue;
-        Termination term{code, cs.value("name", ""), t.value("reason", ""),
-                         util::parse_rfc3339(t.value("finishedAt", "")).value_or(util::TimePoint{})};
+        Termination term{code, kube::string_field(cs, "name"), kube::string_field(t, "reason"),
+                         util::parse_rfc3339(kube::string_field(t, "finishedAt")).value_or(util::TimePoint{})};
         if (!best || term.finished > best->finished) best = term;
         break;  // state wins over lastState
       }
@@ -146,9 +146,9 @@ std::string scheduling_words(std::string_view message) {
 std::string pod_pending_reason(const std::vector<const json*>& pending, const std::vector<json>& pod_events) {
   for (const json* pod : pending) {
     const json* scheduled = condition(*pod, "PodScheduled");
-    if (scheduled == nullptr || scheduled->value("status", "") != "False") continue;
-    std::string message = scheduled->value("message", "");
-    std::string reason = scheduled->value("reason", "");
+    if (scheduled == nullptr || kube::string_field(*scheduled, "status") != "False") continue;
+    std::string message = kube::string_field(*scheduled, "message");
+    std::string reason = kube::string_field(*scheduled, "reason");
     if (reason == "SchedulingGated") {
       return message.empty() ? "scheduling gates hold its pods (spec.schedulingGates)" : "scheduling gates hold its pods: " + message;
     }
@@ -157,7 +157,7 @@ std::string pod_pending_reason(const std::vector<const json*>& pending, const st
   // The scheduler's events, when the condition carries no message.
   const json* latest = nullptr;
   for (const auto& e : pod_events) {
-    if (e.value("reason", "") != "FailedScheduling") continue;
+    if (kube::string_field(e, "reason") != "FailedScheduling") continue;
     if (latest == nullptr || event_time(e) > event_time(*latest)) latest = &e;
   }
   if (latest != nullptr) return "not scheduled: " + scheduling_words(event_message(*latest));
@@ -166,10 +166,10 @@ std::string pod_pending_reason(const std::vector<const json*>& pending, const st
     for (const auto& cs : array_at(*pod, "/status/containerStatuses"_json_pointer)) {
       if (!cs.contains("state") || !cs["state"].contains("waiting")) continue;
       const json& w = cs["state"]["waiting"];
-      std::string why = w.value("reason", "");
-      std::string message = w.value("message", "");
+      std::string why = kube::string_field(w, "reason");
+      std::string message = kube::string_field(w, "message");
       if (why.empty() || why == "ContainerCreating" || why == "PodInitializing") continue;
-      return fmt::format("container {} of pod {} is waiting: {}{}", cs.value("name", ""), kube::name_of(*pod), why,
+      return fmt::format("container {} of pod {} is waiting: {}{}", kube::string_field(cs, "name"), kube::name_of(*pod), why,
                          message.empty() ? "" : " (" + message + ")");
     }
     if (!node.empty()) return fmt::format("pod {} is starting on node {}", kube::name_of(*pod), node);
@@ -249,7 +249,7 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
   s.finished = finished_condition != nullptr;
   if (s.finished) {
     s.finished_at = str(job, "/status/completionTime"_json_pointer);
-    if (s.finished_at.empty()) s.finished_at = finished_condition->value("lastTransitionTime", "");
+    if (s.finished_at.empty()) s.finished_at = kube::string_field(*finished_condition, "lastTransitionTime");
   }
   if (auto created = util::parse_rfc3339(s.created_at)) s.age_seconds = seconds_between(*created, now);
   if (auto started = util::parse_rfc3339(s.started_at)) {
@@ -275,10 +275,10 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
   std::vector<json> job_events, pod_events;
   for (const auto& e : events) {
     const json& subject = event_subject(e);
-    std::string kind = subject.value("kind", "");
-    std::string name = subject.value("name", "");
-    std::string subject_uid = subject.value("uid", "");
-    std::string ns = subject.value("namespace", "");
+    std::string kind = kube::string_field(subject, "kind");
+    std::string name = kube::string_field(subject, "name");
+    std::string subject_uid = kube::string_field(subject, "uid");
+    std::string ns = kube::string_field(subject, "namespace");
     if (!ns.empty() && !s.namespace_name.empty() && ns != s.namespace_name) continue;
     if (kind == "Job" && name == s.name && (uid.empty() || subject_uid.empty() || subject_uid == uid)) job_events.push_back(e);
     if (kind == "Pod" && pod_names.contains(name)) pod_events.push_back(e);
@@ -288,8 +288,8 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
     s.phase = JobPhase::failed;
     const json* c = failed != nullptr ? failed : failure_target;
     JobFailure f = failed_container(pods).value_or(JobFailure{});
-    f.reason = c->value("reason", "");
-    f.message = c->value("message", "");
+    f.reason = kube::string_field(*c, "reason");
+    f.message = kube::string_field(*c, "message");
     std::string head = f.message.empty() ? f.reason : f.message;
     if (f.exit_code) {
       s.reason = fmt::format("{}{}container {} of pod {} exited with code {}{}", head, head.empty() ? "" : ": ", f.container,
@@ -320,7 +320,7 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
     // Pods the Job controller could not create: quota or LimitRange refusals, PodSecurity, ...
     const json* latest = nullptr;
     for (const auto& e : job_events) {
-      if (e.value("reason", "") != "FailedCreate") continue;
+      if (kube::string_field(e, "reason") != "FailedCreate") continue;
       if (latest == nullptr || event_time(e) > event_time(*latest)) latest = &e;
     }
     if (latest != nullptr && (pods.empty() || event_time(*latest) >= newest_pod)) {
@@ -359,7 +359,7 @@ Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, 
   for (const auto& pod : pods.items) {
     if (asked >= 3 || pod_phase(pod) != "Pending" || !str(pod, "/spec/nodeName"_json_pointer).empty()) continue;
     const json* scheduled = condition(pod, "PodScheduled");
-    if (scheduled != nullptr && !scheduled->value("message", "").empty()) continue;
+    if (scheduled != nullptr && !kube::string_field(*scheduled, "message").empty()) continue;
     kube::ListOptions pod_events;
     pod_events.field_selector = fmt::format("involvedObject.kind=Pod,involvedObject.name={}", kube::name_of(pod));
     GPUCTL_TRY_ASSIGN(kube::ListResult more, client.list(kube::paths::events(ns), pod_events));

@@ -23,10 +23,8 @@ std::string str(const json& object, const json::json_pointer& ptr) {
 // The uid of the Job that owns this pod: its controller ownerReference, else the labels the Job
 // controller sets. "" when neither says.
 std::string owner_job_uid(const json& pod) {
-  if (pod.contains("/metadata/ownerReferences"_json_pointer) && pod.at("/metadata/ownerReferences"_json_pointer).is_array()) {
-    for (const auto& ref : pod.at("/metadata/ownerReferences"_json_pointer)) {
-      if (ref.value("kind", "") == "Job" && ref.value("controller", false)) return ref.value("uid", "");
-    }
+  for (const auto& ref : kube::array_field(kube::field(pod, "metadata"), "ownerReferences")) {
+    if (kube::string_field(ref, "kind") == "Job" && kube::bool_field(ref, "controller")) return kube::string_field(ref, "uid");
   }
   for (auto key : {"batch.kubernetes.io/controller-uid", "controller-uid"}) {
     if (auto uid = kube::label_of(pod, key)) return *uid;
@@ -47,18 +45,16 @@ bool by_namespace_and_name(const JobSummary& a, const JobSummary& b) {
 
 // The subject of an event (core/v1 involvedObject, events.k8s.io regarding) as namespace/name.
 Key event_key(const json& e, const std::string& fallback_ns) {
-  const json* subject = nullptr;
-  if (e.contains("involvedObject") && e["involvedObject"].is_object()) subject = &e["involvedObject"];
-  if (subject == nullptr && e.contains("regarding") && e["regarding"].is_object()) subject = &e["regarding"];
-  if (subject == nullptr) return {};
-  std::string ns = subject->value("namespace", "");
-  return {ns.empty() ? fallback_ns : ns, subject->value("name", "")};
+  const json* subject = &kube::field(e, "involvedObject");
+  if (!subject->is_object()) subject = &kube::field(e, "regarding");
+  if (!subject->is_object()) return {};
+  std::string ns = kube::string_field(*subject, "namespace");
+  return {ns.empty() ? fallback_ns : ns, kube::string_field(*subject, "name")};
 }
 
 const json* true_condition(const json& job, std::string_view type) {
-  if (!job.contains("/status/conditions"_json_pointer) || !job.at("/status/conditions"_json_pointer).is_array()) return nullptr;
-  for (const auto& c : job.at("/status/conditions"_json_pointer)) {
-    if (c.value("type", "") == type && c.value("status", "") == "True") return &c;
+  for (const auto& c : kube::array_field(kube::field(job, "status"), "conditions")) {
+    if (kube::string_field(c, "type") == type && kube::string_field(c, "status") == "True") return &c;
   }
   return nullptr;
 }
@@ -120,10 +116,16 @@ Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOp
 
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now) {
   GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, options));
+  std::vector<std::string> skipped;
+  jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
   if (!options.include_non_gpu_jobs) {
     std::erase_if(jobs, [](const json& j) { return !job_requests_gpu(j); });
   }
-  if (jobs.empty()) return JobList{};
+  if (jobs.empty()) {
+    JobList none;
+    none.skipped = std::move(skipped);
+    return none;
+  }
   std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
   // The jobs' pods, whatever their phase (failed pods carry the exit code), and the Job
   // controller's FailedCreate events (quota refusals). Why pods pend is in their own
@@ -133,7 +135,11 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   kube::ListOptions event_list;
   event_list.field_selector = "involvedObject.kind=Job,reason=FailedCreate";
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
-  return build_job_list(jobs, pods.items, events.items, true, now);
+  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, skipped);
+  events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
+  JobList list = build_job_list(jobs, pods.items, events.items, true, now);
+  list.skipped = std::move(skipped);
+  return list;
 }
 
 json to_json(const JobList& list) {
@@ -152,7 +158,7 @@ CleanVerdict clean_verdict(const json& job, std::chrono::milliseconds older_than
   }
   std::string phase = complete != nullptr ? "Succeeded" : "Failed";
   std::string at = str(job, "/status/completionTime"_json_pointer);
-  if (at.empty()) at = done->value("lastTransitionTime", "");
+  if (at.empty()) at = kube::string_field(*done, "lastTransitionTime");
   auto finished = util::parse_rfc3339(at);
   if (!finished) return {true, phase, fmt::format("{}, finish time unknown", phase)};
   auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - *finished);
@@ -190,7 +196,11 @@ CleanPlan plan_job_clean(const std::vector<json>& jobs, std::chrono::millisecond
 Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope, std::chrono::milliseconds older_than,
                                      util::TimePoint now) {
   GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, scope));
-  return plan_job_clean(jobs, older_than, scope.include_non_gpu_jobs, now);
+  std::vector<std::string> skipped;
+  jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
+  CleanPlan plan = plan_job_clean(jobs, older_than, scope.include_non_gpu_jobs, now);
+  plan.skipped = std::move(skipped);
+  return plan;
 }
 
 json job_delete_options(const CleanTarget& target, bool dry_run) {

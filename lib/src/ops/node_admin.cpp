@@ -56,7 +56,7 @@ Error invalid(std::string message) {
 }
 
 std::string resource_version_of(const json& object) {
-  return object.value("/metadata/resourceVersion"_json_pointer, std::string());
+  return kube::string_field(kube::field(object, "metadata"), "resourceVersion");
 }
 
 json taint_list_json(const std::vector<kube::Taint>& taints) {
@@ -289,13 +289,14 @@ bool tolerates(const json& pod, const kube::Taint& taint) {
   if (tolerations == nullptr || !tolerations->is_array()) return false;
   for (const auto& t : *tolerations) {
     if (!t.is_object()) continue;
-    std::string effect = t.value("effect", "");
-    std::string key = t.value("key", "");
-    std::string op = t.value("operator", "Equal");
+    std::string effect = kube::string_field(t, "effect");
+    std::string key = kube::string_field(t, "key");
+    std::string op = kube::string_field(t, "operator");
+    if (op.empty()) op = "Equal";
     if (!effect.empty() && effect != taint.effect) continue;
     if (!key.empty() && key != taint.key) continue;
     if (op == "Exists") return true;  // an empty key with Exists tolerates every taint
-    if (!key.empty() && t.value("value", "") == taint.value) return true;
+    if (!key.empty() && kube::string_field(t, "value") == taint.value) return true;
   }
   return false;
 }
@@ -316,7 +317,7 @@ Result<std::map<std::string, std::vector<json>>> pods_on_nodes(kube::Client& cli
   auto keep = [&](std::vector<json>& items) {
     for (auto& pod : items) {
       if (kube::pod_is_terminal(pod)) continue;
-      auto node = pod.value("/spec/nodeName"_json_pointer, std::string());
+      auto node = kube::string_field(kube::field(pod, "spec"), "nodeName");
       if (auto it = by_node.find(node); it != by_node.end()) it->second.push_back(std::move(pod));
     }
   };
@@ -440,6 +441,29 @@ Result<void> validate_selection(const NodeSelection& selection) {
   return {};
 }
 
+namespace {
+
+// A node gpuctl cannot act on safely: a field of the wrong type, or a name that is not a node
+// name (it would reach --exec commands and request paths). Such a node is reported failed.
+Error malformed(std::string message) { return fail(Errc::parse, std::move(message)).error(); }
+
+std::optional<NodeChange> unusable_node(const json& node, std::size_t index) {
+  std::string name = kube::name_of(node);
+  std::string problem = kube::node_shape_problem(node);
+  if (problem.empty() && !name.empty()) {
+    if (auto bad = kube::paths::dns_subdomain_problem(name); !bad.empty()) {
+      problem = fmt::format("the API server returned a node named {:?}, which is not a node name ({})", name, bad);
+    }
+  }
+  if (problem.empty() && name.empty()) problem = "metadata.name is missing";
+  if (problem.empty()) return std::nullopt;
+  std::string label = name.empty() || !kube::paths::dns_subdomain_problem(name).empty()
+                          ? fmt::format("#{}", index + 1) : name;
+  return failed_change(label, malformed(fmt::format("node {} skipped: {}", label, problem)));
+}
+
+}  // namespace
+
 Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& selection) {
   GPUCTL_TRY(validate_selection(selection));
   SelectedNodes selected;
@@ -449,7 +473,12 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
       if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
       seen.push_back(name);
       auto node = read_node(client, name);
-      if (node) {
+      if (node && (kube::name_of(*node) != name || !kube::node_shape_problem(*node).empty())) {
+        auto bad = unusable_node(*node, seen.size() - 1);
+        selected.missing.push_back(bad ? std::move(*bad)
+                                       : failed_change(name, malformed(fmt::format("node {} skipped: the API server answered "
+                                                                                   "with node {:?}", name, kube::name_of(*node)))));
+      } else if (node) {
         selected.nodes.push_back(std::move(*node));
       } else if (node.error().is_not_found()) {
         selected.missing.push_back(failed_change(name, node.error()));
@@ -462,11 +491,16 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
   kube::ListOptions options;
   options.label_selector = selection.label_selector;
   GPUCTL_TRY_ASSIGN(kube::ListResult list, client.list(kube::paths::nodes(), options));
-  for (auto& node : list.items) {
+  for (std::size_t i = 0; i < list.items.size(); ++i) {
+    json& node = list.items[i];
+    if (auto bad = unusable_node(node, i)) {
+      selected.missing.push_back(std::move(*bad));
+      continue;
+    }
     if (selection.all_gpu_nodes && !is_gpu_node(node)) continue;
     selected.nodes.push_back(std::move(node));
   }
-  if (selected.nodes.empty()) {
+  if (selected.nodes.empty() && selected.missing.empty()) {
     Error e;
     e.code = Errc::api;
     e.message = selection.all_gpu_nodes

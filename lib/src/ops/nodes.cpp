@@ -74,10 +74,9 @@ bool is_problem_condition(const kube::NodeCondition& c) {
 }  // namespace
 
 bool is_gpu_node(const json& node) {
-  const json* capacity = nullptr;
-  if (node.contains("status") && node["status"].contains("capacity")) capacity = &node["status"]["capacity"];
-  if (capacity != nullptr && capacity->is_object()) {
-    for (const auto& [name, value] : capacity->items()) {
+  const json& capacity = kube::field_at(node, {"status", "capacity"});
+  if (capacity.is_object()) {
+    for (const auto& [name, value] : capacity.items()) {
       if (is_nvidia_resource(name)) return true;
     }
   }
@@ -91,10 +90,16 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     kube::ResourceList requested;
     std::int64_t gpu_pods = 0;
   };
+  NodeInventory inventory;
   std::unordered_map<std::string, NodeUse> use;
-  for (const auto& pod : pods) {
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const json& pod = pods[i];
+    if (auto problem = kube::pod_shape_problem(pod); !problem.empty()) {
+      inventory.skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, i), problem));
+      continue;
+    }
     if (kube::pod_is_terminal(pod)) continue;
-    std::string node_name = pod.value("/spec/nodeName"_json_pointer, std::string());
+    std::string node_name = kube::string_field(kube::field(pod, "spec"), "nodeName");
     if (node_name.empty()) continue;
     kube::ResourceList requests = kube::pod_requests(pod);
     NodeUse& u = use[node_name];
@@ -107,10 +112,14 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     if (holds_gpu) ++u.gpu_pods;
   }
 
-  NodeInventory inventory;
   // (product, resource) -> row; nvidia.com/gpu sorts before nvidia.com/mig-* by name.
   std::map<std::pair<std::string, std::string>, ProductSummary> products;
-  for (const auto& node : nodes) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const json& node = nodes[i];
+    if (auto problem = kube::node_shape_problem(node); !problem.empty()) {
+      inventory.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", node, i), problem));
+      continue;
+    }
     bool gpu_node = is_gpu_node(node);
     if (!gpu_node && !include_non_gpu_nodes) continue;
     NodeGpuInfo info;
@@ -120,10 +129,9 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     info.schedulable = !kube::node_unschedulable(node);
     std::tie(info.product, info.product_label) = product_of(node);
 
-    const json empty = json::object();
-    const json& status = node.contains("status") ? node["status"] : empty;
-    kube::ResourceList capacity = kube::parse_resource_list(status.value("capacity", empty));
-    kube::ResourceList allocatable = kube::parse_resource_list(status.value("allocatable", empty));
+    const json& status = kube::field(node, "status");
+    kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
+    kube::ResourceList allocatable = kube::parse_resource_list(kube::field(status, "allocatable"));
     const NodeUse& u = use[info.name];
     info.gpu_pods = u.gpu_pods;
 
@@ -154,8 +162,8 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
       if (is_problem_condition(c)) info.problem_conditions.push_back(std::move(c));
     }
     info.internal_ip = kube::node_address(node, "InternalIP");
-    info.kubelet_version = node.value("/status/nodeInfo/kubeletVersion"_json_pointer, std::string());
-    info.created_at = node.value("/metadata/creationTimestamp"_json_pointer, std::string());
+    info.kubelet_version = kube::string_field(kube::field(status, "nodeInfo"), "kubeletVersion");
+    info.created_at = kube::string_field(kube::field(node, "metadata"), "creationTimestamp");
     if (auto created = util::parse_rfc3339(info.created_at)) {
       info.age_seconds = std::chrono::duration_cast<std::chrono::seconds>(now - *created).count();
     }

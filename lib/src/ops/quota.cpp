@@ -293,8 +293,15 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
                                           where, jobs.error().message));
     }
   }
+  std::vector<std::string> skipped;
+  input.quotas = kube::keep_well_formed(std::move(input.quotas), "resourcequota", kube::quota_shape_problem, skipped);
+  input.limit_ranges = kube::keep_well_formed(std::move(input.limit_ranges), "limitrange", kube::limit_range_shape_problem, skipped);
+  input.pods = kube::keep_well_formed(std::move(input.pods), "pod", kube::pod_shape_problem, skipped);
+  input.events = kube::keep_well_formed(std::move(input.events), "event", kube::event_shape_problem, skipped);
+  input.jobs = kube::keep_well_formed(std::move(input.jobs), "job", kube::job_shape_problem, skipped);
   GpuQuotaList built = build_quota_view(input);
   built.warnings = std::move(list.warnings);
+  built.skipped = std::move(skipped);
   return built;
 }
 

@@ -101,9 +101,8 @@ std::string diff_summary(const json& before, const json& after) {
 }
 
 json max_of_type(const json& limit_range, std::string_view type) {
-  if (!limit_range.contains("/spec/limits"_json_pointer)) return nullptr;
-  for (const auto& l : limit_range.at("/spec/limits"_json_pointer)) {
-    if (l.value("type", "") == type && l.contains("max")) return l["max"];
+  for (const auto& l : kube::array_field(kube::field(limit_range, "spec"), "limits")) {
+    if (kube::string_field(l, "type") == type && l.contains("max")) return l["max"];
   }
   return nullptr;
 }
@@ -137,7 +136,7 @@ std::map<std::string, std::int64_t> pod_usage(const std::vector<json>& pods) {
 
 Result<ApplyResult> apply_one(kube::Client& client, const json& desired, bool client_dry_run,
                               const kube::WriteOptions& options) {
-  const std::string kind = desired.value("kind", "");
+  const std::string kind = kube::string_field(desired, "kind");
   const std::string ns = kube::namespace_of(desired);
   const std::string name = kube::name_of(desired);
   ApplyResult out;
@@ -288,7 +287,7 @@ std::string_view to_string(ApplyAction action) {
 
 Result<ObjectPlan> plan_managed_object(const json& desired, const std::optional<json>& existing) {
   ObjectPlan plan;
-  plan.kind = desired.value("kind", "");
+  plan.kind = kube::string_field(desired, "kind");
   plan.namespace_name = kube::namespace_of(desired);
   plan.name = kube::name_of(desired);
   if (!existing) {
@@ -412,7 +411,17 @@ Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_na
                              const kube::WriteOptions& options) {
   GPUCTL_TRY_ASSIGN(kube::ListResult quotas, client.list(kube::paths::resource_quotas(namespace_name)));
   FixResult out;
-  for (const auto& quota : quotas.items) {
+  for (std::size_t i = 0; i < quotas.items.size(); ++i) {
+    const json& quota = quotas.items[i];
+    if (auto problem = kube::quota_shape_problem(quota); !problem.empty()) {
+      // Never rewritten: what gpuctl cannot read it must not replace. Named, exit 1.
+      FixItem item;
+      item.plan.namespace_name = kube::namespace_of(quota);
+      item.plan.quota = kube::name_of(quota);
+      item.error = fail(Errc::parse, fmt::format("{} skipped: {}", kube::object_label("resourcequota", quota, i), problem)).error();
+      out.items.push_back(std::move(item));
+      continue;
+    }
     auto plan = plan_quota_fix(quota);
     if (!plan) continue;
     FixItem item;
@@ -471,7 +480,7 @@ Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespa
       if (client_dry_run) {
         item.deleted = true;
       } else {
-        json preconditions = {{"preconditions", {{"uid", existing->value("/metadata/uid"_json_pointer, std::string())}}}};
+        json preconditions = {{"preconditions", {{"uid", kube::string_field(kube::field(*existing, "metadata"), "uid")}}}};
         auto removed = client.remove(path, preconditions, options);
         if (removed) {
           item.deleted = true;

@@ -91,7 +91,7 @@ Result<bool> equalise_gpu_resources(json& containers, std::string_view source) {
         if (rq.count(k) && lq.count(k) && rq.at(k) != lq.at(k)) {
           return usage(fmt::format("{}: container {:?} requests {} {} but limits it to {}: GPUs cannot be overcommitted, "
                                    "make request and limit equal",
-                                   source, c.value("name", ""), req[k].dump(), k, lim[k].dump()));
+                                   source, kube::string_field(c, "name"), req[k].dump(), k, lim[k].dump()));
         }
       } else if (req.contains(k)) {
         lim[k] = req[k];
@@ -160,7 +160,7 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
   }
 
   // restartPolicy: Jobs allow Never and OnFailure; Never lets the failure policy see each failure.
-  std::string restart = pod_spec.value("restartPolicy", "");
+  std::string restart = kube::string_field(pod_spec, "restartPolicy");
   if (restart.empty()) {
     pod_spec["restartPolicy"] = "Never";
   } else if (restart != "Never" && restart != "OnFailure") {
@@ -269,26 +269,34 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
   return apply_defaults(std::move(job), spec, placement, "flags");
 }
 
-Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
-                              const std::string& namespace_name, bool explicit_namespace, std::string_view source) {
+Result<void> check_manifest(const json& manifest, std::string_view source) {
   if (!manifest.is_object()) return usage(fmt::format("{}: not an object; expected a batch/v1 Job", source));
-  std::string kind = manifest.value("kind", "");
-  std::string api_version = manifest.value("apiVersion", "");
+  std::string kind = kube::string_field(manifest, "kind");
+  std::string api_version = kube::string_field(manifest, "apiVersion");
   if (kind != "Job" || api_version != "batch/v1") {
     return usage(fmt::format("{}: is {} {}; gpuctl submit takes a batch/v1 Job", source,
                              api_version.empty() ? "(no apiVersion)" : api_version, kind.empty() ? "(no kind)" : kind));
   }
+  // A wrongly typed field is the manifest's mistake (exit 2), named before anything reads it.
+  if (auto problem = kube::job_shape_problem(manifest); !problem.empty()) return usage(fmt::format("{}: {}", source, problem));
+  if (auto checked = check_manifest_values(manifest); !checked) return usage(fmt::format("{}: {}", source, checked.error().message));
+  return {};
+}
+
+Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
+                              const std::string& namespace_name, bool explicit_namespace, std::string_view source) {
+  GPUCTL_TRY(check_manifest(manifest, source));
   json& metadata = object_at(manifest, "metadata");
-  std::string name = metadata.value("name", "");
+  std::string name = kube::string_field(metadata, "name");
   if (!spec.name.empty()) {
     if (!name.empty() && name != spec.name) {
       return usage(fmt::format("{}: the manifest names the job {:?} but the command line says {:?}; drop one", source, name, spec.name));
     }
     metadata["name"] = spec.name;
-  } else if (name.empty() && metadata.value("generateName", "").empty()) {
+  } else if (name.empty() && kube::string_field(metadata, "generateName").empty()) {
     return usage(fmt::format("{}: metadata.name is missing; name the job in the manifest or on the command line", source));
   }
-  std::string manifest_ns = metadata.value("namespace", "");
+  std::string manifest_ns = kube::string_field(metadata, "namespace");
   if (!manifest_ns.empty() && manifest_ns != namespace_name) {
     if (explicit_namespace) {
       return usage(fmt::format("{}: the manifest's namespace {:?} does not match -n {:?}; drop one of them", source,

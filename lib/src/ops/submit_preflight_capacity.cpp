@@ -48,12 +48,14 @@ PlacementWords placement_words(const json& spec) {
   if (selector.is_object() && selector.size() == 1 && affinity.is_null() && is_product_key(selector.begin().key()) &&
       selector.begin()->is_string()) {
     product = selector.begin()->get<std::string>();
-  } else if ((selector.is_null() || selector.empty()) && field(affinity, "nodeSelectorTerms").size() == 1) {
+  } else if ((selector.is_null() || selector.empty()) && field(affinity, "nodeSelectorTerms").is_array() &&
+             field(affinity, "nodeSelectorTerms").size() == 1) {
     const json& term = field(affinity, "nodeSelectorTerms")[0];
     const json& exprs = field(term, "matchExpressions");
     if (exprs.is_array() && exprs.size() == 1 && field(term, "matchFields").is_null() &&
         string_field(exprs[0], "operator") == "In" && is_product_key(string_field(exprs[0], "key")) &&
-        field(exprs[0], "values").size() == 1 && field(exprs[0], "values")[0].is_string()) {
+        field(exprs[0], "values").is_array() && field(exprs[0], "values").size() == 1 &&
+        field(exprs[0], "values")[0].is_string()) {
       product = field(exprs[0], "values")[0].get<std::string>();
     }
   }

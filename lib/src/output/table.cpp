@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "gpuctl/output/printable.hpp"
+
 namespace gpuctl::output {
 
 std::size_t display_width(const std::string& text) {
@@ -26,16 +28,24 @@ std::string styled(const std::string& text, Style style, bool color) {
 }
 
 std::string Table::render(const RenderOptions& options) const {
+  // Every cell is escaped here, once: the table is where server text meets the terminal.
   std::size_t columns = headers_.size();
+  auto safe_row = [](const std::vector<Cell>& cells) {
+    std::vector<Cell> safe;
+    safe.reserve(cells.size());
+    for (const auto& c : cells) safe.emplace_back(printable(c.text), c.style);
+    return safe;
+  };
+  std::vector<std::vector<Cell>> rows;
+  rows.reserve(rows_.size() + 1);
+  if (options.headers) rows.push_back(safe_row(std::vector<Cell>(headers_.begin(), headers_.end())));
+  for (const auto& row : rows_) rows.push_back(safe_row(row));
   std::vector<std::size_t> widths(columns, 0);
-  if (options.headers) {
-    for (std::size_t i = 0; i < columns; ++i) widths[i] = display_width(headers_[i]);
-  }
-  for (const auto& row : rows_) {
+  for (const auto& row : rows) {
     for (std::size_t i = 0; i < columns && i < row.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i].text));
   }
   std::string out;
-  auto emit = [&](const std::vector<Cell>& cells) {
+  for (const auto& cells : rows) {
     std::string line;
     for (std::size_t i = 0; i < columns; ++i) {
       const Cell empty;
@@ -46,12 +56,7 @@ std::string Table::render(const RenderOptions& options) const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line;
     out += '\n';
-  };
-  if (options.headers) {
-    std::vector<Cell> header_cells(headers_.begin(), headers_.end());
-    emit(header_cells);
   }
-  for (const auto& row : rows_) emit(row);
   return out;
 }
 

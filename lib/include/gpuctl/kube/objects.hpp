@@ -1,6 +1,8 @@
 #pragma once
 // Small, pure readers over Kubernetes objects kept as JSON. gpuctl reads the handful of fields
 // it needs rather than modelling whole API types; unknown fields pass through untouched.
+#include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -21,6 +23,41 @@ using ResourceList = std::map<std::string, Quantity>;
 const json& field(const json& object, std::string_view key);
 // object[key] when it is a string, else "".
 std::string string_field(const json& object, std::string_view key);
+// field(field(object, path[0]), path[1])...: null when any step is missing or not an object.
+const json& field_at(const json& object, std::initializer_list<std::string_view> path);
+// object[key] when it is an array, else an empty array (iterating a string or an object would
+// yield the value itself or the object's values).
+const json& array_field(const json& object, std::string_view key);
+// object[key] when it is an integer that fits in 64 bits, else nullopt.
+std::optional<std::int64_t> integer_field(const json& object, std::string_view key);
+// object[key] when it is a boolean, else `fallback`.
+bool bool_field(const json& object, std::string_view key, bool fallback = false);
+
+// Shape checks: the fields gpuctl reads, with the JSON type each must have when present. A
+// null counts as absent, as the API's own decoder reads it. Paths are dotted; a "[]" segment
+// applies the rest of the path to every element of an array ("spec.containers[].name").
+enum class JsonType { object, array, string, integer, boolean, string_map, quantity_map };
+struct FieldShape {
+  std::string path;
+  JsonType type;
+};
+// The first field whose type is wrong, as "status.capacity is a string, expected an object";
+// "" when every field has its type.
+std::string shape_problem(const json& object, const std::vector<FieldShape>& shapes);
+// The fields gpuctl reads from each kind (node, pod, job, ...), checked by shape_problem.
+std::string node_shape_problem(const json& node);
+std::string pod_shape_problem(const json& pod);
+std::string job_shape_problem(const json& job);
+std::string quota_shape_problem(const json& quota);
+std::string limit_range_shape_problem(const json& limit_range);
+std::string event_shape_problem(const json& event);
+// How a skipped object is named: "node/gpu-3", "pod team-a/x", or "node #4 (no name)".
+std::string object_label(std::string_view kind, const json& object, std::size_t index);
+using ShapeCheck = std::string (*)(const json&);
+// The objects of `items` whose shape is right; for each other one, "KIND/NAME skipped: PROBLEM"
+// is appended to `skipped` (one malformed object never stops a listing).
+std::vector<json> keep_well_formed(std::vector<json> items, std::string_view kind, ShapeCheck check,
+                                   std::vector<std::string>& skipped);
 
 // metadata.name / metadata.namespace, or "" when absent.
 std::string name_of(const json& object);

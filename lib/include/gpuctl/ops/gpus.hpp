@@ -84,6 +84,9 @@ struct NodeGpuView {
 struct GpuView {
   std::vector<NodeGpuView> nodes;  // by name
   std::vector<FailureGroup> failures;
+  // Nodes and pods left out because a field had the wrong type ("node/x skipped: ..."): named
+  // on stderr, exit 1, the other nodes probed as usual.
+  std::vector<std::string> skipped;
 };
 
 struct GpuViewOptions {

@@ -25,6 +25,9 @@ struct JobListOptions {
 
 struct JobList {
   std::vector<JobSummary> jobs;  // sorted by namespace, then name
+  // Jobs, pods and events left out because a field had the wrong type ("job team-a/x skipped:
+  // ..."): named on stderr, exit 1.
+  std::vector<std::string> skipped;
 };
 
 // Pure: summaries of `jobs`, each with the pods it owns (ownerReferences uid, else the job-name
@@ -63,6 +66,7 @@ struct CleanTarget {
 struct CleanPlan {
   std::vector<CleanTarget> remove;
   std::vector<CleanTarget> keep;  // phase: the job's phase; reason: why it stays
+  std::vector<std::string> skipped;  // jobs gpuctl could not read: never deleted, named, exit 1
 };
 
 // Pure: which of `jobs` go, in namespace/name order. Jobs that request no nvidia.com/* resource

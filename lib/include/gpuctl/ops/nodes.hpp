@@ -97,6 +97,9 @@ struct ProductSummary {
 struct NodeInventory {
   std::vector<NodeGpuInfo> nodes;
   std::vector<ProductSummary> products;  // GPU nodes only, sorted by product, then resource
+  // Nodes and pods left out because a field had the wrong type ("node/x skipped: ..."); the
+  // command names them and exits 1.
+  std::vector<std::string> skipped;
 };
 
 struct NodeInventoryOptions {

@@ -121,6 +121,9 @@ struct GpuQuotaList {
   std::vector<NamespaceQuotaView> items;  // sorted by namespace
   // What could not be read (e.g. events forbidden); the rest of the view is still right.
   std::vector<std::string> warnings;
+  // Quotas, LimitRanges, pods, events and jobs left out because a field had the wrong type
+  // ("resourcequota team-a/x skipped: ..."): named on stderr, exit 1.
+  std::vector<std::string> skipped;
   std::vector<QuotaFinding> findings() const;  // of every item, in order
 };
 

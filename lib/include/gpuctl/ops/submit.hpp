@@ -98,6 +98,13 @@ struct SubmitSpec {
 // COMMAND, ...) are refused: the manifest says those.
 Result<SubmitSpec> parse_submit_flags(const SubmitFlags& flags);
 
+// A -f manifest's values, checked as the flags that set them are checked (GPU counts as --gpus,
+// CPU and memory as --cpu/--memory, labels as --label, ...); invalid_argument names the field.
+Result<void> check_manifest_values(const json& job);
+// Everything about a -f manifest that needs no cluster: a batch/v1 Job, every field gpuctl reads
+// of the right type, check_manifest_values. complete_job runs it too.
+Result<void> check_manifest(const json& manifest, std::string_view source);
+
 // Where GPU jobs of a type may go, read from the nodes.
 struct GpuPlacement {
   std::string resource = "nvidia.com/gpu";
