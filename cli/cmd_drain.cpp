@@ -19,7 +19,6 @@
 namespace gpuctl::cli {
 namespace {
 
-using json = nlohmann::json;
 
 struct DrainFlags {
   std::vector<std::string> names;
@@ -150,13 +149,6 @@ output::Cell result_cell(ops::DrainOutcome o) {
   return {std::string(ops::to_string(o)), o == ops::DrainOutcome::drained ? output::Style::good : output::Style::bad};
 }
 
-json result_json(const ops::NodeDrainResult& r) {
-  return {{"node", r.node},          {"result", std::string(ops::to_string(r.outcome))},
-          {"cordon", r.cordon},      {"evicted", r.evicted},
-          {"skipped", r.skipped},    {"remaining", r.remaining},
-          {"seconds", r.elapsed.count() / 1000.0}, {"message", r.message}};
-}
-
 ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   if (not_drained.empty()) return ExitCode::ok;
   print_line(ctx.streams().err,
@@ -216,10 +208,9 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     ro.wait_ready = v.wait_ready;
     ro.continue_on_error = f.continue_on_error;
     auto results = ops::rolling_maintenance(*client, selected.nodes, ro);
-    json items = json::array();
     output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
     for (const auto& r : results) {
-      std::string result = r.not_started ? "not-started" : r.ok ? "done" : r.interrupted ? "interrupted" : "failed";
+      std::string result(ops::rolling_result(r));
       std::string why_not_started = util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
                                                       : "not started: stopped at the first failure (use --continue-on-error)";
       if (!r.ok) not_drained.push_back(r.drain.node);
@@ -228,12 +219,6 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
                  r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
                  dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
                  r.not_started ? why_not_started : r.drain.message});
-      json j = result_json(r.drain);
-      j["rollingResult"] = result;
-      j["exec"] = r.exec;
-      j["ready"] = r.ready;
-      j["uncordon"] = r.uncordon;
-      items.push_back(std::move(j));
     }
     for (const auto& m : selected.missing) {
       not_drained.push_back(m.node);
@@ -241,7 +226,7 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
                  m.error ? m.error->message : std::string("node not found")});
     }
     if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
-      out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "RollingMaintenanceResult"}, {"items", items}}, v.format);
+      out << render_structured(ops::to_json(results), v.format);
     } else {
       out << t.render({true, ctx.color()});
     }
@@ -250,21 +235,18 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
 
   auto results = ops::drain_nodes(*client, selected.nodes, o, f.max_concurrent);
   output::Table t({"NODE", "RESULT", "CORDON", "EVICTED", "SKIPPED", "REMAINING", "TIME", "MESSAGE"});
-  json items = json::array();
   for (const auto& r : results) {
     if (r.outcome != ops::DrainOutcome::drained) not_drained.push_back(r.node);
     t.add_row({r.node, result_cell(r.outcome), r.cordon, std::to_string(r.evicted), std::to_string(r.skipped),
                std::to_string(r.remaining.size()), secs(r.elapsed), r.message.empty() ? std::string("-") : r.message});
-    items.push_back(result_json(r));
   }
   for (const auto& m : selected.missing) {
     not_drained.push_back(m.node);
     t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "0", "0", "0s",
                m.error ? m.error->message : std::string("not found")});
-    items.push_back({{"node", m.node}, {"result", "failed"}, {"message", m.error ? m.error->message : "not found"}});
   }
   if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
-    out << render_structured({{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainResultList"}, {"items", items}}, v.format);
+    out << render_structured(ops::to_json(results, selected.missing), v.format);
   } else if (v.format == OutputFormat::name) {
     for (const auto& r : results) {
       if (r.outcome == ops::DrainOutcome::drained) print_line(out, "node/" + r.node);

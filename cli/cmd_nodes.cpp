@@ -27,7 +27,6 @@ struct NodesOptions {
 using LiveByNode = std::map<std::string, ops::LiveSummary>;
 
 using output::Cell;
-using json = nlohmann::json;
 using output::Style;
 
 std::string status_text(const ops::NodeGpuInfo& n) {
@@ -165,14 +164,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
   switch (format) {
     case OutputFormat::json:
     case OutputFormat::yaml: {
-      json doc = ops::to_json(inventory);
-      if (ssh) {
-        for (auto& item : doc["items"]) {
-          auto it = live.find(item["name"].template get<std::string>());
-          item["live"] = it == live.end() ? json(nullptr) : ops::to_json(it->second);
-        }
-      }
-      out << render_structured(doc, format);
+      out << render_structured(ssh ? ops::to_json(inventory, live) : ops::to_json(inventory), format);
       break;
     }
     case OutputFormat::name:

@@ -132,16 +132,6 @@ std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, 
   return text;
 }
 
-std::string dry_run_suffix(DryRun d) {
-  return d == DryRun::client ? " (dry run)" : d == DryRun::server ? " (server dry run)" : "";
-}
-
-kube::WriteOptions write_options(DryRun d) {
-  kube::WriteOptions w;
-  w.dry_run = d == DryRun::server;
-  w.field_manager = "gpuctl";
-  return w;
-}
 
 json list_of(std::vector<json> items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}}; }
 
@@ -210,7 +200,7 @@ Result<ExitCode> run_quota_set(const QuotaSetOptions& o, AppContext& ctx) {
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   // run
-  GPUCTL_TRY_ASSIGN(ops::SetResult result, ops::set_quota(*client, spec, dry_run == DryRun::client, write_options(dry_run)));
+  GPUCTL_TRY_ASSIGN(ops::SetResult result, ops::set_quota(*client, spec, dry_run));
   for (const auto& w : result.warnings) ctx.warn(w);
   auto& out = ctx.streams().out;
   if (format == OutputFormat::json || format == OutputFormat::yaml) {
@@ -233,7 +223,7 @@ Result<ExitCode> run_quota_delete(const QuotaDeleteOptions& o, AppContext& ctx) 
   }
   GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
-  GPUCTL_TRY_ASSIGN(ops::DeleteResult result, ops::delete_quota(*client, ns, dry_run == DryRun::client, write_options(dry_run)));
+  GPUCTL_TRY_ASSIGN(ops::DeleteResult result, ops::delete_quota(*client, ns, dry_run));
   for (const auto& item : result.items) {
     if (item.deleted) ctx.streams().out << fmt::format("{}/{} deleted{}\n", lower(item.kind), item.name, dry_run_suffix(dry_run));
   }
@@ -250,7 +240,7 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
   GPUCTL_TRY_ASSIGN(OutputFormat format, write_output_format(o.output));
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
-  GPUCTL_TRY_ASSIGN(ops::FixResult result, ops::fix_quotas(*client, ns, dry_run == DryRun::client, write_options(dry_run)));
+  GPUCTL_TRY_ASSIGN(ops::FixResult result, ops::fix_quotas(*client, ns, dry_run));
   auto& out = ctx.streams().out;
   std::vector<std::string> failed;
   std::vector<json> items;

@@ -11,7 +11,6 @@
 #include "output_format.hpp"
 #include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/kube/objects.hpp"
-#include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/job_logs.hpp"
 #include "gpuctl/ops/job_status.hpp"
 #include "gpuctl/ops/nodes.hpp"
@@ -185,30 +184,13 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
       ns = manifest_ns;
     }
   }
-  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client->list(kube::paths::nodes()));
-  std::string resource = v.spec.from_manifest ? ops::requested_gpu_resource(manifest) : v.spec.gpu_resource;
-  if (resource.empty()) resource = std::string(ops::kGpuResource);
-  ops::GpuPlacement placement = ops::derive_gpu_placement(nodes.items, v.spec.gpu_type, resource);
-
-  ops::BuiltJob built;
-  if (v.spec.from_manifest) {
-    GPUCTL_TRY_ASSIGN(built, ops::complete_job(manifest, v.spec, placement, ns, explicit_namespace, o.filename));
-  } else {
-    GPUCTL_TRY_ASSIGN(built, ops::build_job(v.spec, placement, ns));
-  }
+  GPUCTL_TRY_ASSIGN(ops::SubmitPlan plan, ops::plan_submission(*client, v.spec, manifest, ns, explicit_namespace, o.filename));
+  ops::BuiltJob& built = plan.built;
   const std::string name = kube::name_of(built.job);
   for (const auto& w : built.warnings) ctx.warn(w);
 
   // pre-flight: refuse what can never run, before anything exists.
-  std::vector<ops::PreflightFinding> findings;
-  if (!placement.type_found) {
-    findings.push_back({"gpu-type", ops::FindingSeverity::refusal,
-                        fmt::format("no node offers GPU type {:?} ({}); the cluster has: {}", v.spec.gpu_type, resource,
-                                    placement.known_products.empty() ? std::string("no labelled GPU nodes")
-                                                                     : fmt::format("{}", fmt::join(placement.known_products, ", ")))});
-  }
-  GPUCTL_TRY_ASSIGN(ops::PreflightInput input, ops::collect_preflight_input(*client, built.job, &nodes.items));
-  for (auto& f : ops::run_preflight(input)) findings.push_back(std::move(f));
+  const std::vector<ops::PreflightFinding>& findings = plan.findings;
   bool refused = false;
   for (const auto& f : findings) {
     if (f.severity == ops::FindingSeverity::warning) {

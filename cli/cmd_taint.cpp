@@ -17,35 +17,6 @@ struct TaintOptions {
 
 bool is_taint_arg(std::string_view arg) { return ops::looks_like_taint_spec(arg); }
 
-// Taints that keep pods away (NoSchedule) or evict them (NoExecute): say which pods already on
-// the node do not tolerate them. Returns the refusals for NoExecute without --yes.
-std::vector<std::string> check_running_pods(AppContext& ctx, const std::map<std::string, std::vector<ops::json>>& pods,
-                                            const std::vector<ops::TaintSpec>& specs, bool yes) {
-  std::vector<std::string> refusals;
-  for (const auto& [node, node_pods] : pods) {
-    for (const auto& spec : specs) {
-      if (spec.remove || spec.taint.effect == "PreferNoSchedule") continue;
-      auto intolerant = ops::pods_not_tolerating(node_pods, spec.taint);
-      if (intolerant.empty()) continue;
-      std::string list = fmt::format("{}", fmt::join(intolerant, ", "));
-      std::string taint = kube::to_string(spec.taint);
-      if (spec.taint.effect == "NoSchedule") {
-        ctx.warn(fmt::format("node/{}: {} running pod(s) do not tolerate {}; they keep running, but pods like them "
-                             "will not be placed there again: {}",
-                             node, intolerant.size(), taint, list));
-      } else if (yes) {
-        ctx.warn(fmt::format("node/{}: {} pod(s) do not tolerate {} and will be evicted: {}", node, intolerant.size(),
-                             taint, list));
-      } else {
-        refusals.push_back(fmt::format("node/{}: {} pod(s) do not tolerate {} and would be evicted: {} (add --yes to "
-                                       "evict them, or give them a toleration)",
-                                       node, intolerant.size(), taint, list));
-      }
-    }
-  }
-  return refusals;
-}
-
 Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(NamesAndSpecs split, split_names_and_specs(o.nodes.args, &is_taint_arg, "taint"));
@@ -65,7 +36,9 @@ Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
     std::vector<std::string> names;
     for (const auto& n : selected.nodes) names.push_back(kube::name_of(n));
     GPUCTL_TRY_ASSIGN(auto pods, ops::pods_on_nodes(*client, names));
-    auto refusals = check_running_pods(ctx, pods, specs, o.yes);
+    auto impact = ops::taint_impact(pods, specs, o.yes);
+    for (const auto& w : impact.warnings) ctx.warn(w);
+    const auto& refusals = impact.refusals;
     if (!refusals.empty()) {
       for (std::size_t i = 0; i + 1 < refusals.size(); i++) print_line(ctx.streams().err, "error: " + refusals[i]);
       return fail(Errc::invalid_argument, refusals.back() + (refusals.size() > 1 ? "; nothing was changed" : ""));

@@ -20,6 +20,15 @@ Result<DryRun> parse_dry_run(const std::string& text) {
   return fail(Errc::invalid_argument, fmt::format("--dry-run: \"{}\" is not one of none, client, server", text));
 }
 
+std::string_view dry_run_suffix(DryRun dry_run) {
+  switch (dry_run) {
+    case DryRun::client: return " (dry run)";
+    case DryRun::server: return " (server dry run)";
+    case DryRun::none: break;
+  }
+  return "";
+}
+
 CLI::Option* add_selector_flag(CLI::App& app, std::string& text, const std::string& what) {
   return app.add_option("-l,--selector", text,
                         fmt::format("Label selector for the {} (e.g. key1=value1,key2!=v,key3 in (a,b),!key4)", what));

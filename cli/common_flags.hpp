@@ -1,19 +1,23 @@
 #pragma once
 // Flags several commands share, spelled as kubectl spells them.
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/dry_run.hpp"
 
 namespace gpuctl::cli {
 
-enum class DryRun { none, client, server };
+using ops::DryRun;  // one dry-run type, from lib
 
 // --dry-run[=none|client|server]; a bare --dry-run means client, as in kubectl.
 // client: print what would be sent, send nothing. server: send with dryRun=All, persist nothing.
 CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text);
 Result<DryRun> parse_dry_run(const std::string& text);
+// " (dry run)", " (server dry run)" or "", after what a command did or would do.
+std::string_view dry_run_suffix(DryRun dry_run);
 
 // -l/--selector for label selectors on the objects the command selects.
 CLI::Option* add_selector_flag(CLI::App& app, std::string& text, const std::string& what = "nodes");

@@ -23,9 +23,7 @@ Result<NodeChangeRequest> validate_node_change_flags(const NodeChangeFlags& flag
   request.selection.all_gpu_nodes = flags.all_gpu_nodes;
   GPUCTL_TRY(ops::validate_selection(request.selection));
   GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(flags.dry_run));
-  request.dry_run = dry_run == DryRun::client   ? ops::DryRunMode::client
-                    : dry_run == DryRun::server ? ops::DryRunMode::server
-                                                : ops::DryRunMode::none;
+  request.dry_run = dry_run;
   request.output = flags.output;
   return request;
 }
@@ -79,9 +77,7 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
     out << render_structured(ops::to_json(changes, operation, request.dry_run),
                              request.output == "json" ? OutputFormat::json : OutputFormat::yaml);
   } else {
-    std::string_view suffix = request.dry_run == ops::DryRunMode::client   ? " (dry run)"
-                              : request.dry_run == ops::DryRunMode::server ? " (server dry run)"
-                                                                           : "";
+    std::string_view suffix = dry_run_suffix(request.dry_run);
     for (const auto& c : changes) {
       if (c.outcome == ops::ChangeOutcome::failed) continue;
       if (request.output == "name") {
@@ -93,7 +89,7 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
         print_line(out, fmt::format("node/{} unchanged{}", c.node, summary));
       } else {
         print_line(out, fmt::format("node/{} {}{}{}", c.node, verb, summary, suffix));
-        if (request.dry_run == ops::DryRunMode::client) {
+        if (request.dry_run == ops::DryRun::client) {
           print_line(out, fmt::format("  PATCH {} ({}) {}", c.path, c.content_type, c.patch.dump()));
         }
       }

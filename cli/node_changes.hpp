@@ -27,7 +27,7 @@ void add_node_change_flags(CLI::App& cmd, NodeChangeFlags& flags);
 // Validated (no I/O) common part of a node-change command.
 struct NodeChangeRequest {
   ops::NodeSelection selection;
-  ops::DryRunMode dry_run = ops::DryRunMode::none;
+  ops::DryRun dry_run = ops::DryRun::none;
   std::string output;  // text, json, yaml or name
 };
 Result<NodeChangeRequest> validate_node_change_flags(const NodeChangeFlags& flags, std::vector<std::string> names);

@@ -323,3 +323,33 @@ TEST_CASE("rolling: drains, runs the command with the node as $1 and GPUCTL_NODE
   });
   CHECK(uncordon != last.end());
 }
+
+TEST_CASE("drain and rolling results have one schema, built in lib", "[drain]") {
+  gpuctl::ops::NodeDrainResult drained;
+  drained.node = "gpu-1";
+  drained.outcome = gpuctl::ops::DrainOutcome::drained;
+  drained.cordon = "cordoned";
+  drained.evicted = 3;
+  drained.elapsed = std::chrono::milliseconds(1500);
+  gpuctl::ops::NodeChange missing;
+  missing.node = "gpu-9";
+  auto list = gpuctl::ops::to_json(std::vector<gpuctl::ops::NodeDrainResult>{drained}, {missing});
+  CHECK(list["apiVersion"] == "gpuctl.io/v1alpha1");
+  CHECK(list["kind"] == "DrainResultList");
+  REQUIRE(list["items"].size() == 2);
+  CHECK(list["items"][0]["result"] == "drained");
+  CHECK(list["items"][0]["evicted"] == 3);
+  CHECK(list["items"][0]["seconds"] == 1.5);
+  CHECK(list["items"][1] == nlohmann::json{{"node", "gpu-9"}, {"result", "failed"}, {"message", "not found"}});
+
+  gpuctl::ops::RollingResult done{drained, "ok", "ready", "uncordoned", true, false, false};
+  gpuctl::ops::RollingResult waiting;
+  waiting.drain.node = "gpu-2";
+  waiting.not_started = true;
+  auto rolling = gpuctl::ops::to_json(std::vector<gpuctl::ops::RollingResult>{done, waiting});
+  CHECK(rolling["kind"] == "RollingMaintenanceResult");
+  CHECK(rolling["items"][0]["rollingResult"] == "done");
+  CHECK(rolling["items"][0]["uncordon"] == "uncordoned");
+  CHECK(rolling["items"][1]["rollingResult"] == "not-started");
+  CHECK(gpuctl::ops::rolling_result(waiting) == "not-started");
+}

@@ -224,6 +224,35 @@ TEST_CASE("tolerations match taints as the scheduler and the taint manager match
   CHECK(ops::pods_not_tolerating(pods, t) == std::vector<std::string>{"ml/bare"});  // finished pods do not count
 }
 
+TEST_CASE("taint_impact warns for NoSchedule and refuses NoExecute over intolerant pods unless allowed", "[node-admin]") {
+  std::map<std::string, std::vector<json>> pods = {{"gpu-1", {PodBuilder("ml", "bare").build()}}, {"gpu-2", {}}};
+  auto spec = [](const char* effect) {
+    ops::TaintSpec s;
+    s.taint = kube::Taint{"gpu.health", "xid-79", effect, ""};
+    return s;
+  };
+  auto no_schedule = ops::taint_impact(pods, {spec("NoSchedule")}, false);
+  REQUIRE(no_schedule.warnings.size() == 1);
+  CHECK(no_schedule.warnings[0].find("node/gpu-1: 1 running pod(s) do not tolerate") == 0);
+  CHECK(no_schedule.refusals.empty());
+
+  auto no_execute = ops::taint_impact(pods, {spec("NoExecute")}, false);
+  CHECK(no_execute.warnings.empty());
+  REQUIRE(no_execute.refusals.size() == 1);
+  CHECK(no_execute.refusals[0].find("would be evicted: ml/bare (add --yes") != std::string::npos);
+
+  auto allowed = ops::taint_impact(pods, {spec("NoExecute")}, true);
+  CHECK(allowed.refusals.empty());
+  REQUIRE(allowed.warnings.size() == 1);
+  CHECK(allowed.warnings[0].find("will be evicted: ml/bare") != std::string::npos);
+
+  ops::TaintSpec removal = spec("NoExecute");
+  removal.remove = true;
+  auto removing = ops::taint_impact(pods, {removal, spec("PreferNoSchedule")}, false);
+  CHECK(removing.warnings.empty());
+  CHECK(removing.refusals.empty());
+}
+
 TEST_CASE("apply_node_edit reads again and re-plans after a 409, so a concurrent writer's taint survives", "[node-admin]") {
   FakeClient fc;
   json theirs = {{"key", "theirs"}, {"effect", "NoSchedule"}};
@@ -251,7 +280,7 @@ TEST_CASE("apply_node_edit: client dry run sends nothing, server dry run sends d
   {
     FakeClient fc;
     ops::ApplyOptions options;
-    options.dry_run = ops::DryRunMode::client;
+    options.dry_run = ops::DryRun::client;
     auto change = ops::apply_node_edit(*fc.client, node("n1"), planner, options);
     CHECK(change.outcome == ops::ChangeOutcome::changed);
     CHECK(change.path == "/api/v1/nodes/n1");
@@ -262,7 +291,7 @@ TEST_CASE("apply_node_edit: client dry run sends nothing, server dry run sends d
     FakeClient fc;
     fc.fake->on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "2").dump()), "dryRun=All");
     ops::ApplyOptions options;
-    options.dry_run = ops::DryRunMode::server;
+    options.dry_run = ops::DryRun::server;
     auto change = ops::apply_node_edit(*fc.client, node("n1"), planner, options);
     CHECK(change.outcome == ops::ChangeOutcome::changed);
     CHECK(fc.fake->unexpected().empty());

@@ -276,7 +276,7 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
     c.fake->on("GET", path, json_answer(404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
     c.fake->on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, json{{"items", {gpu_pod("team-a", "p", 3)}}, {"metadata", json::object()}}.dump()));
     c.fake->on("POST", "/api/v1/namespaces/team-a/resourcequotas", json_answer(201, ops::build_gpu_quota(spec).dump()));
-    auto r = ops::set_quota(*c.client, spec, false, {});
+    auto r = ops::set_quota(*c.client, spec, ops::DryRun::none);
     REQUIRE(r);
     CHECK(c.fake->unexpected().empty());
     REQUIRE(r->objects.size() == 1);
@@ -294,7 +294,7 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
     c.fake->on("GET", path, json_answer(200, newer.dump()));
     c.fake->on("PUT", path, json_answer(409, R"({"kind":"Status","code":409,"reason":"Conflict","message":"the object has been modified"})"));
     c.fake->on("PUT", path, json_answer(200, newer.dump()));
-    auto r = ops::set_quota(*c.client, spec, false, {});
+    auto r = ops::set_quota(*c.client, spec, ops::DryRun::none);
     REQUIRE(r);
     CHECK(c.fake->unexpected().empty());
     CHECK(r->objects[0].conflicts == 1);
@@ -307,7 +307,7 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
     json same = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, {{"requests.nvidia.com/gpu", "1"}}, true);
     c.fake->on("GET", path, json_answer(200, same.dump()));
     c.fake->on("GET", path, json_answer(200, same.dump()));
-    auto r = ops::set_quota(*c.client, spec, true, {});
+    auto r = ops::set_quota(*c.client, spec, ops::DryRun::client);
     REQUIRE(r);
     CHECK(r->objects[0].plan.action == ops::ApplyAction::unchanged);
     CHECK(c.fake->count("GET") == c.fake->requests().size());
@@ -323,7 +323,7 @@ TEST_CASE("ops::delete_quota deletes only gpuctl's objects and names the others"
     c.fake->on("GET", qpath, json_answer(200, quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, nullptr, true).dump()));
     c.fake->on("DELETE", qpath, json_answer(200, R"({"kind":"Status","status":"Success"})"));
     c.fake->on("GET", lpath, json_answer(404, not_found));
-    auto r = ops::delete_quota(*c.client, "team-a", false, {});
+    auto r = ops::delete_quota(*c.client, "team-a", ops::DryRun::none);
     REQUIRE(r);
     CHECK(c.fake->unexpected().empty());
     CHECK(r->items[0].deleted);
@@ -336,7 +336,7 @@ TEST_CASE("ops::delete_quota deletes only gpuctl's objects and names the others"
     c.fake->on("GET", lpath, json_answer(404, not_found));
     c.fake->on("GET", "/api/v1/namespaces/team-a/resourcequotas",
                json_answer(200, json{{"items", {quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}})}}, {"metadata", json::object()}}.dump()));
-    auto r = ops::delete_quota(*c.client, "team-a", false, {});
+    auto r = ops::delete_quota(*c.client, "team-a", ops::DryRun::none);
     REQUIRE_FALSE(r);
     CHECK(r.error().is_not_found());
     CHECK(r.error().message ==

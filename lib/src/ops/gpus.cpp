@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
 
@@ -198,6 +199,15 @@ json to_json(const LiveSummary& live) {
           {"utilizationPercent", live.utilization_percent ? json(*live.utilization_percent) : json(nullptr)},
           {"memoryUsedMiB", live.memory_total_mib > 0 ? json(live.memory_used_mib) : json(nullptr)},
           {"memoryTotalMiB", live.memory_total_mib > 0 ? json(live.memory_total_mib) : json(nullptr)}};
+}
+
+json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live) {
+  json doc = to_json(inventory);
+  for (auto& item : doc["items"]) {
+    auto it = live.find(kube::string_field(item, "name"));
+    item["live"] = it == live.end() ? json(nullptr) : to_json(it->second);
+  }
+  return doc;
 }
 
 json to_json(const GpuView& view) {

@@ -283,61 +283,6 @@ Result<NodeEdit> plan_cordon(const json& node, const CordonRequest& request) {
   return edit;
 }
 
-bool tolerates(const json& pod, const kube::Taint& taint) {
-  const json* tolerations = nullptr;
-  if (pod.contains("spec") && pod["spec"].contains("tolerations")) tolerations = &pod["spec"]["tolerations"];
-  if (tolerations == nullptr || !tolerations->is_array()) return false;
-  for (const auto& t : *tolerations) {
-    if (!t.is_object()) continue;
-    std::string effect = kube::string_field(t, "effect");
-    std::string key = kube::string_field(t, "key");
-    std::string op = kube::string_field(t, "operator");
-    if (op.empty()) op = "Equal";
-    if (!effect.empty() && effect != taint.effect) continue;
-    if (!key.empty() && key != taint.key) continue;
-    if (op == "Exists") return true;  // an empty key with Exists tolerates every taint
-    if (!key.empty() && kube::string_field(t, "value") == taint.value) return true;
-  }
-  return false;
-}
-
-std::vector<std::string> pods_not_tolerating(const std::vector<json>& pods, const kube::Taint& taint) {
-  std::vector<std::string> names;
-  for (const auto& pod : pods) {
-    if (kube::pod_is_terminal(pod) || tolerates(pod, taint)) continue;
-    names.push_back(kube::namespace_of(pod) + "/" + kube::name_of(pod));
-  }
-  return names;
-}
-
-Result<std::map<std::string, std::vector<json>>> pods_on_nodes(kube::Client& client,
-                                                               const std::vector<std::string>& nodes) {
-  std::map<std::string, std::vector<json>> by_node;
-  for (const auto& n : nodes) by_node[n];
-  auto keep = [&](std::vector<json>& items) {
-    for (auto& pod : items) {
-      if (kube::pod_is_terminal(pod)) continue;
-      auto node = kube::string_field(kube::field(pod, "spec"), "nodeName");
-      if (auto it = by_node.find(node); it != by_node.end()) it->second.push_back(std::move(pod));
-    }
-  };
-  constexpr std::size_t kPerNodeLists = 4;
-  if (nodes.size() <= kPerNodeLists) {
-    for (const auto& n : nodes) {
-      kube::ListOptions options;
-      options.field_selector = "spec.nodeName=" + n;
-      GPUCTL_TRY_ASSIGN(kube::ListResult list, client.list(kube::paths::pods(), options));
-      keep(list.items);
-    }
-  } else {
-    kube::ListOptions options;
-    options.field_selector = "spec.nodeName!=";
-    GPUCTL_TRY_ASSIGN(kube::ListResult list, client.list(kube::paths::pods(), options));
-    keep(list.items);
-  }
-  return by_node;
-}
-
 std::string_view to_string(ChangeOutcome outcome) {
   switch (outcome) {
     case ChangeOutcome::changed: return "changed";
@@ -387,13 +332,13 @@ NodeChange apply_node_edit(kube::Client& client, const json& node, const NodePla
       return change;
     }
     change.patch = edit->patch;
-    if (options.dry_run == DryRunMode::client) {
+    if (options.dry_run == DryRun::client) {
       change.outcome = ChangeOutcome::changed;
       change.node_after = current;
       return change;
     }
     kube::WriteOptions write;
-    write.dry_run = options.dry_run == DryRunMode::server;
+    write.dry_run = options.dry_run == DryRun::server;
     write.field_manager = options.field_manager;
     auto written = client.patch(change.path, kube::PatchType::merge, edit->patch, write);
     if (written) {
@@ -512,7 +457,7 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
   return selected;
 }
 
-json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRunMode dry_run) {
+json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run) {
   json items = json::array();
   for (const auto& c : changes) {
     items.push_back({{"name", c.node},
@@ -522,7 +467,7 @@ json to_json(const std::vector<NodeChange>& changes, std::string_view operation,
                      {"conflicts", c.conflicts},
                      {"error", c.error ? json(c.error->message) : json(nullptr)}});
   }
-  std::string_view mode = dry_run == DryRunMode::client ? "client" : dry_run == DryRunMode::server ? "server" : "none";
+  std::string_view mode = dry_run == DryRun::client ? "client" : dry_run == DryRun::server ? "server" : "none";
   return {{"apiVersion", "gpuctl.io/v1alpha1"},
           {"kind", "NodeChangeList"},
           {"operation", operation},

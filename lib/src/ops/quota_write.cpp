@@ -331,8 +331,9 @@ std::vector<std::string> below_use_warnings(const QuotaSpec& spec, const std::ma
   return out;
 }
 
-Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, bool client_dry_run,
-                            const kube::WriteOptions& options) {
+Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, DryRun dry_run) {
+  const bool client_dry_run = dry_run == DryRun::client;
+  const kube::WriteOptions options = write_options(dry_run);
   SetResult out;
   // Current use: the controller's count when it has one for every key, else the pods'.
   const std::string quota_path = kube::paths::resource_quota(spec.namespace_name, kGpuQuotaName);
@@ -407,8 +408,9 @@ std::size_t FixResult::failed() const {
   return static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const FixItem& i) { return i.error.has_value(); }));
 }
 
-Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_name, bool client_dry_run,
-                             const kube::WriteOptions& options) {
+Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_name, DryRun dry_run) {
+  const bool client_dry_run = dry_run == DryRun::client;
+  const kube::WriteOptions options = write_options(dry_run);
   GPUCTL_TRY_ASSIGN(kube::ListResult quotas, client.list(kube::paths::resource_quotas(namespace_name)));
   FixResult out;
   for (std::size_t i = 0; i < quotas.items.size(); ++i) {
@@ -462,8 +464,9 @@ Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_na
   return out;
 }
 
-Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespace_name, bool client_dry_run,
-                                  const kube::WriteOptions& options) {
+Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespace_name, DryRun dry_run) {
+  const bool client_dry_run = dry_run == DryRun::client;
+  const kube::WriteOptions options = write_options(dry_run);
   DeleteResult out;
   out.namespace_name = std::string(namespace_name);
   std::vector<std::string> not_ours;

@@ -238,4 +238,14 @@ struct RollingResult {
 std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<json>& nodes,
                                                const RollingOptions& options);
 
+// ---- Schemas (-o json|yaml) ---------------------------------------------------------------------
+
+// "not-started", "done", "interrupted" or "failed".
+std::string_view rolling_result(const RollingResult& r);
+// apiVersion gpuctl.io/v1alpha1, kind DrainResultList: one item per node drained, then one per
+// node that could not be read (result "failed", the reason in message).
+json to_json(const std::vector<NodeDrainResult>& results, const std::vector<NodeChange>& missing);
+// kind RollingMaintenanceResult: each node's drain fields plus rollingResult, exec, ready, uncordon.
+json to_json(const std::vector<RollingResult>& results);
+
 }  // namespace gpuctl::ops

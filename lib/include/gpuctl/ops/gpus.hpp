@@ -114,6 +114,10 @@ struct LiveSummary {
 LiveSummary summarize(const NodeProbe& probe);
 nlohmann::json to_json(const LiveSummary& live);
 
+// `gpuctl nodes --live -o json|yaml`: the inventory's schema (GPUNodeList) with each item's
+// "live" set to its node's summary, or null for a node that was not probed (not a GPU node).
+nlohmann::json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live);
+
 // The stable schema: apiVersion gpuctl.io/v1alpha1, kind GPUList.
 nlohmann::json to_json(const GpuView& view);
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/dry_run.hpp"
 #include "gpuctl/kube/objects.hpp"
 
 namespace gpuctl::kube {
@@ -89,6 +90,16 @@ std::vector<std::string> pods_not_tolerating(const std::vector<json>& pods, cons
 Result<std::map<std::string, std::vector<json>>> pods_on_nodes(kube::Client& client,
                                                                const std::vector<std::string>& nodes);
 
+// The pre-flight of adding taints: for NoSchedule, a warning naming the running pods that do not
+// tolerate it (they keep running); for NoExecute, those pods would be evicted: a warning when
+// `evict_allowed` (--yes), else a refusal. Pure.
+struct TaintImpact {
+  std::vector<std::string> warnings;
+  std::vector<std::string> refusals;
+};
+TaintImpact taint_impact(const std::map<std::string, std::vector<json>>& pods_by_node, const std::vector<TaintSpec>& specs,
+                         bool evict_allowed);
+
 // ---- Applying edits ---------------------------------------------------------------------------
 
 enum class ChangeOutcome { changed, unchanged, failed };
@@ -106,10 +117,9 @@ struct NodeChange {
   int conflicts = 0;           // 409s that made us read and plan again
 };
 
-enum class DryRunMode { none, client, server };
 
 struct ApplyOptions {
-  DryRunMode dry_run = DryRunMode::none;
+  DryRun dry_run = DryRun::none;
   int max_conflict_retries = 10;
   std::string field_manager = "gpuctl";
 };
@@ -143,6 +153,6 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
 
 // gpuctl's output schema for a set of changes: apiVersion gpuctl.io/v1alpha1, kind
 // NodeChangeList, operation ("taint", "label", "cordon", "uncordon"), dryRun, items.
-json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRunMode dry_run);
+json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run);
 
 }  // namespace gpuctl::ops

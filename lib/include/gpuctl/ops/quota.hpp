@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/dry_run.hpp"
 #include "gpuctl/ops/admission_denial.hpp"
 
 namespace gpuctl::kube {
@@ -222,9 +223,8 @@ struct SetResult {
 };
 
 // `gpuctl quota set`: read, plan, create or replace (retrying 409 Conflict after a fresh read).
-// client_dry_run: plan only, send nothing. options.dry_run: server dry run.
-Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, bool client_dry_run,
-                            const kube::WriteOptions& options);
+// DryRun::client: plan only, send nothing; DryRun::server: send with dryRun=All.
+Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, DryRun dry_run);
 
 // ---- fix ----------------------------------------------------------------------------------
 
@@ -254,8 +254,7 @@ struct FixResult {
 // `gpuctl quota fix [NS]`: every quota with ineffective keys in the namespace ("" = all), each
 // replaced with its resourceVersion (on 409: read again, plan again). One failure does not stop
 // the others.
-Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_name, bool client_dry_run,
-                             const kube::WriteOptions& options);
+Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_name, DryRun dry_run);
 
 // ---- delete -------------------------------------------------------------------------------
 
@@ -270,7 +269,6 @@ struct DeleteResult {
 };
 // Deletes gpuctl-gpu-quota and gpuctl-gpu-limits (uid precondition; only with gpuctl's label).
 // Neither there: an error saying so that names the quotas gpuctl did not create.
-Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespace_name, bool client_dry_run,
-                                  const kube::WriteOptions& options);
+Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespace_name, DryRun dry_run);
 
 }  // namespace gpuctl::ops

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/submit.hpp"
 
 namespace gpuctl::kube {
 class Client;
@@ -103,6 +104,17 @@ Result<PreflightInput> collect_preflight_input(kube::Client& client, const json&
 // for Indexed jobs batch.kubernetes.io/job-completion-index "0" as label and annotation) so
 // LimitRange/quota/admission see the same pod.
 json pod_from_job_template(const json& job);
+
+// Everything `gpuctl submit` decides before it writes anything.
+struct SubmitPlan {
+  BuiltJob built;
+  std::vector<PreflightFinding> findings;  // a GPU type no node offers first, then run_preflight's
+};
+// Reads the nodes once (which label names the product, which taints mark the pools), builds the
+// Job from the flags or completes the manifest (`manifest` is used when spec.from_manifest), and
+// runs every pre-flight check over what collect_preflight_input reads. Sends nothing.
+Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const json& manifest,
+                                   const std::string& namespace_name, bool explicit_namespace, std::string_view source);
 
 // gpuctl's stable schema: {apiVersion: gpuctl.io/v1alpha1, kind: PreflightReport,
 // refused: bool, findings: [{check, severity, message}]}.
