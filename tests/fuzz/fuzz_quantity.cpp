@@ -1,6 +1,7 @@
 // Quantities ("500m", "1.5Gi") from manifests, node status and flags. Invariants: what parses
-// formats back to text that parses to the same value, canonical form included, and the
-// saturating accessors and arithmetic never overflow (UBSan would report it).
+// formats back to text that parses to the same value, canonical form included; canonical forms
+// settle after one re-parse; and the saturating accessors and arithmetic never overflow (UBSan
+// would report it).
 #include "fuzz_support.hpp"
 #include "gpuctl/kube/quantity.hpp"
 
@@ -18,7 +19,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     auto again = Quantity::parse(written);
     GPUCTL_FUZZ_CHECK(again.has_value(), written);
     GPUCTL_FUZZ_CHECK(*again == q, written);
-    GPUCTL_FUZZ_CHECK(again->canonical() == q.canonical(), written);
+    // Not again->canonical() == q.canonical(): as upstream, "62.5Ki" is binary and canonically
+    // "64000", which parses as decimal, canonically "64k" (regressions/fuzz_quantity). From
+    // there on the form is stable.
+    std::string settled = again->canonical();
+    auto settled_again = Quantity::parse(settled);
+    GPUCTL_FUZZ_CHECK(settled_again.has_value() && settled_again->canonical() == settled, settled);
   }
   (void)q.value();
   (void)q.milli_value();
