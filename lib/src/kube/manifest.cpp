@@ -7,6 +7,7 @@
 
 #include "gpuctl/kube/yaml_scalar.hpp"
 #include "gpuctl/util/nesting.hpp"
+#include "gpuctl/util/utf8.hpp"
 #include "kube/yaml_tree.hpp"
 
 namespace gpuctl::kube {
@@ -54,6 +55,10 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
 }  // namespace
 
 Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view source) {
+  // What parses is sent as JSON, which must be UTF-8 (kubectl's YAML reader refuses the same).
+  if (std::size_t valid = util::valid_utf8_prefix(text); valid != text.size()) {
+    return fail(Errc::invalid_argument, fmt::format("{}: byte {} is not valid UTF-8; a manifest must be UTF-8 text", source, valid + 1));
+  }
   // JSON is YAML to yaml-cpp, whose parser recurses per level (and gives up only at 2000):
   // a JSON document is measured by the linear scan first.
   const std::size_t first = text.find_first_not_of(" \t\r\n");
