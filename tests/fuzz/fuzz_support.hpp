@@ -44,13 +44,38 @@ inline std::vector<std::string_view> split_parts(std::string_view text, std::siz
   return parts;
 }
 
+// The path ("/gpus/0/name") of the first string in `value` that a strict dump() refuses, so a
+// failed invariant names the field that let invalid UTF-8 through.
+inline std::string first_unprintable(const nlohmann::json& value, const std::string& path = "") {
+  if (value.is_string()) {
+    try {
+      (void)value.dump();
+      return {};
+    } catch (const nlohmann::json::exception&) {
+      return path.empty() ? "/" : path;
+    }
+  }
+  if (value.is_object()) {
+    for (const auto& [key, item] : value.items()) {
+      if (first_unprintable(nlohmann::json(key)) == "/") return path + "/" + key + " (the key)";
+      if (auto found = first_unprintable(item, path + "/" + key); !found.empty()) return found;
+    }
+  }
+  if (value.is_array()) {
+    for (std::size_t i = 0; i < value.size(); ++i) {
+      if (auto found = first_unprintable(value[i], path + "/" + std::to_string(i)); !found.empty()) return found;
+    }
+  }
+  return {};
+}
+
 // Serializes as the CLI's -o json must be able to: every value the library builds from outside
 // input has to survive dump() (invalid UTF-8 makes a strict dump throw).
 inline std::string dump_checked(const nlohmann::json& value, const char* what) {
   try {
     return value.dump();
   } catch (const nlohmann::json::exception& e) {
-    invariant_failed(what, e.what());
+    invariant_failed(what, std::string(e.what()) + " at " + first_unprintable(value));
   }
 }
 
