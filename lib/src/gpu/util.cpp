@@ -109,7 +109,7 @@ std::string sanitize(std::string_view s) {
       ++i;
       continue;
     }
-    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
+    std::size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 && c <= 0xEF ? 3 : c >= 0xC2 && c <= 0xDF ? 2 : 0;
     bool ok = len != 0 && i + len <= s.size();
     for (std::size_t k = 1; ok && k < len; ++k) {
       ok = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/exec_credential.hpp"
+#include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "kube/config_internal.hpp"
@@ -115,10 +116,10 @@ Error decode_api_error(const HttpResponse& response, std::string_view method, st
   bool decoded = false;
   if (response.header("content-type").find("json") != std::string_view::npos || response.body.starts_with("{")) {
     auto status = json::parse(response.body, nullptr, false);
-    if (status.is_object() && status.value("kind", "") == "Status") {
+    if (status.is_object() && string_field(status, "kind") == "Status") {
       decoded = true;
-      server_message = status.value("message", "");
-      e.reason = status.value("reason", "");
+      server_message = string_field(status, "message");
+      e.reason = string_field(status, "reason");
       if (auto d = status.find("details"); d != status.end() && d->is_object()) {
         if (auto ra = d->find("retryAfterSeconds"); ra != d->end() && ra->is_number_integer() && ra->get<int>() > 0) {
           e.retry_after_seconds = ra->get<int>();
@@ -126,12 +127,12 @@ Error decode_api_error(const HttpResponse& response, std::string_view method, st
         if (auto causes = d->find("causes"); causes != d->end() && causes->is_array()) {
           for (const auto& c : *causes) {
             if (!c.is_object()) continue;
-            e.causes.push_back({c.value("reason", ""), c.value("message", ""), c.value("field", "")});
+            e.causes.push_back({string_field(c, "reason"), string_field(c, "message"), string_field(c, "field")});
           }
         }
       }
       if (auto md = status.find("metadata"); md != status.end() && md->is_object()) {
-        e.continue_token = md->value("continue", "");
+        e.continue_token = string_field(*md, "continue");
       }
     }
   }
@@ -565,10 +566,11 @@ Result<void> Client::watch(std::string_view path, const WatchOptions& options,
         watch_error = fail(Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path)).error();
         return false;
       }
-      WatchEvent ev{event.value("type", ""), event.value("object", json::object())};
+      WatchEvent ev{string_field(event, "type"), event.value("object", json::object())};
       if (ev.type == "ERROR") {
         HttpResponse fake;
-        fake.status = ev.object.value("code", 500);
+        const json& code = field(ev.object, "code");
+        fake.status = code.is_number_integer() && code >= 100 && code <= 599 ? code.get<int>() : 500;
         fake.headers.emplace_back("content-type", "application/json");
         fake.body = ev.object.dump();
         watch_error = decode_api_error(fake, "WATCH", req.url);

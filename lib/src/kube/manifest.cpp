@@ -1,18 +1,49 @@
 #include "gpuctl/kube/manifest.hpp"
 
+#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "gpuctl/kube/yaml_scalar.hpp"
 #include "gpuctl/util/nesting.hpp"
+#include "gpuctl/util/utf8.hpp"
 #include "kube/yaml_tree.hpp"
 
 namespace gpuctl::kube {
 namespace {
 
 using json = nlohmann::json;
+
+// yaml-cpp 0.7 never reaches the end of some malformed streams: after a top-level flow node and a
+// ',' ("\"\",", "[a],", found by fuzz_manifest) it yields the same document again and again, and
+// LoadAll keeps every one (gigabytes in seconds). Counting documents first, keeping none, bounds it.
+constexpr int kMaxDocuments = 100;
+
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+// The number of documents in `text`, counting no further than kMaxDocuments + 1.
+int count_documents(const std::string& text) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  int count = 0;
+  while (count <= kMaxDocuments && parser.HandleNextDocument(counter)) ++count;
+  return count;
+}
 
 Result<json> to_json(const YAML::Node& node, std::string_view source) {
   auto where = [&] { return fmt::format("{}:{}", source, node.Mark().line + 1); };
@@ -54,6 +85,10 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
 }  // namespace
 
 Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view source) {
+  // What parses is sent as JSON, which must be UTF-8 (kubectl's YAML reader refuses the same).
+  if (std::size_t valid = util::valid_utf8_prefix(text); valid != text.size()) {
+    return fail(Errc::invalid_argument, fmt::format("{}: byte {} is not valid UTF-8; a manifest must be UTF-8 text", source, valid + 1));
+  }
   // JSON is YAML to yaml-cpp, whose parser recurses per level (and gives up only at 2000):
   // a JSON document is measured by the linear scan first.
   const std::size_t first = text.find_first_not_of(" \t\r\n");
@@ -63,7 +98,12 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   }
   std::vector<YAML::Node> docs;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    const std::string owned(text);
+    if (count_documents(owned) > kMaxDocuments) {
+      return fail(Errc::invalid_argument, fmt::format("{}: holds more than {} YAML documents (or a stray ',' after a value); "
+                                                      "give one object per file", source, kMaxDocuments));
+    }
+    docs = YAML::LoadAll(owned);
   } catch (const YAML::DeepRecursion&) {
     return std::unexpected(detail::yaml_too_deep(source, Errc::invalid_argument));
   } catch (const YAML::Exception& e) {

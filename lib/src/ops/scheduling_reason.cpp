@@ -28,7 +28,9 @@ std::string_view trim_end_marks(std::string_view s) {
   return trim(s);
 }
 
+// A count of nodes: digits only (from_chars alone would take "-6" from "0/-6 nodes").
 std::optional<int> to_int(std::string_view s) {
+  if (s.empty() || !is_digit(s.front())) return std::nullopt;
   int v = 0;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;

@@ -53,6 +53,10 @@ std::optional<TimePoint> parse_rfc3339(std::string_view text) {
                             std::chrono::day{static_cast<unsigned>(day)}};
   if (!ymd.ok()) return std::nullopt;
   auto tp = sys_days{ymd} + hours{hour} + minutes{minute} + seconds{second} - seconds{offset_seconds};
+  // TimePoint counts nanoseconds in 64 bits (years 1678..2261); a valid RFC 3339 time outside
+  // them ("9999-12-31T23:59:59Z", found by fuzz_time) would overflow the cast: malformed for us.
+  constexpr auto kLimit = duration_cast<seconds>(system_clock::duration::max());
+  if (tp.time_since_epoch() >= kLimit || tp.time_since_epoch() <= -kLimit) return std::nullopt;
   return time_point_cast<system_clock::duration>(tp);
 }
 

@@ -12,7 +12,8 @@ namespace gpuctl::util {
 
 using TimePoint = std::chrono::system_clock::time_point;
 
-// "2026-12-02T14:00:00Z" or with a fraction / numeric offset; nullopt when malformed.
+// "2026-12-02T14:00:00Z" or with a fraction / numeric offset; nullopt when malformed or outside
+// what TimePoint holds (years 1678..2261).
 std::optional<TimePoint> parse_rfc3339(std::string_view text);
 // UTC, second precision: "2026-12-02T14:00:00Z".
 std::string format_rfc3339(TimePoint t);
