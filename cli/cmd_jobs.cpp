@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "common_flags.hpp"
 #include "output_format.hpp"
-#include "gpuctl/ops/jobs.hpp"
+#include "gpuctl/ops/jobs/jobs.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
 

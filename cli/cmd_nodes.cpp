@@ -5,8 +5,8 @@
 #include "common_flags.hpp"
 #include "output_format.hpp"
 #include "ssh_flags.hpp"
-#include "gpuctl/ops/gpus.hpp"
-#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
 

@@ -5,8 +5,8 @@
 #include "commands.hpp"
 #include "common_flags.hpp"
 #include "output_format.hpp"
-#include "gpuctl/ops/nodes.hpp"
-#include "gpuctl/ops/quota.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/quota/quota.hpp"
 #include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 

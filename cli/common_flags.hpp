@@ -6,7 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gpuctl/error.hpp"
-#include "gpuctl/ops/dry_run.hpp"
+#include "gpuctl/ops/common/dry_run.hpp"
 
 namespace gpuctl::cli {
 

@@ -3,7 +3,7 @@
 // node said), a row per GPU, and the nodes that did not answer, grouped by reason.
 #include <string>
 
-#include "gpuctl/ops/gpus.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 
 namespace gpuctl::cli {
 

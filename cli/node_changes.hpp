@@ -9,7 +9,7 @@
 
 #include "app.hpp"
 #include "common_flags.hpp"
-#include "gpuctl/ops/node_admin.hpp"
+#include "gpuctl/ops/nodes/node_admin.hpp"
 
 namespace gpuctl::cli {
 

@@ -7,7 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gpuctl/error.hpp"
-#include "gpuctl/ops/gpus.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 
 namespace gpuctl::cli {
 

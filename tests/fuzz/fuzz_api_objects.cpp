@@ -8,8 +8,8 @@
 #include "fuzz_support.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/scheduling.hpp"
-#include "gpuctl/ops/jobs.hpp"
-#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/jobs/jobs.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/nesting.hpp"
 
 namespace {

@@ -2,8 +2,8 @@
 // --ssh-host-from rules, `quota set` values, and the name checks behind them. Invariant: a taint
 // or label that parses writes back (kubectl's notation) to text that parses to the same spec.
 #include "fuzz_support.hpp"
-#include "gpuctl/ops/node_admin.hpp"
-#include "gpuctl/ops/quota.hpp"
+#include "gpuctl/ops/nodes/node_admin.hpp"
+#include "gpuctl/ops/quota/quota.hpp"
 #include "gpuctl/ssh/ssh.hpp"
 
 namespace {

@@ -2,8 +2,8 @@
 // FailedScheduling events) and quota/LimitRange admission refusals (403 Status messages,
 // FailedCreate events), read back into numbers and explained in plain words.
 #include "fuzz_support.hpp"
-#include "gpuctl/ops/admission_denial.hpp"
-#include "gpuctl/ops/job_status.hpp"
+#include "gpuctl/ops/admission/admission_denial.hpp"
+#include "gpuctl/ops/jobs/job_status.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   auto text = gpuctl::fuzz::as_text(data, size);

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/fixtures.hpp"
-#include "gpuctl/ops/admission_denial.hpp"
+#include "gpuctl/ops/admission/admission_denial.hpp"
 
 using gpuctl::ops::AdmissionDenialKind;
 using gpuctl::ops::parse_admission_denial;

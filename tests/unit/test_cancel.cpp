@@ -16,7 +16,7 @@
 #include <thread>
 
 #include "exit_code.hpp"
-#include "gpuctl/ops/gpus.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
 #include "fakes/fake_ssh_runner.hpp"
 #include "gpuctl/util/cancel.hpp"

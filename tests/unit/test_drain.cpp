@@ -6,7 +6,7 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/client.hpp"
-#include "gpuctl/ops/drain.hpp"
+#include "gpuctl/ops/drain/drain.hpp"
 #include "test_drain_support.hpp"
 
 using namespace gpuctl;

@@ -11,7 +11,7 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/client.hpp"
-#include "gpuctl/ops/drain.hpp"
+#include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "test_drain_support.hpp"
 #include "test_kubeconfig_support.hpp"

@@ -10,7 +10,7 @@
 #include "fakes/probe_transcript.hpp"
 #include "fakes/test_support.hpp"
 #include "gpuctl/gpu/probe.hpp"
-#include "gpuctl/ops/gpus.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 
 using nlohmann::json;
 using namespace gpuctl;

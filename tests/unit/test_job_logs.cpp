@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/test_support.hpp"
-#include "gpuctl/ops/job_logs.hpp"
+#include "gpuctl/ops/jobs/job_logs.hpp"
 
 using gpuctl::testing::FakeClient;
 using gpuctl::testing::json_answer;

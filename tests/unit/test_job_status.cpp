@@ -5,7 +5,7 @@
 #include <filesystem>
 
 #include "fakes/test_support.hpp"
-#include "gpuctl/ops/job_status.hpp"
+#include "gpuctl/ops/jobs/job_status.hpp"
 
 using namespace gpuctl;
 using gpuctl::testing::FakeClient;

@@ -4,7 +4,7 @@
 
 #include "fakes/cli_harness.hpp"
 #include "fakes/test_support.hpp"
-#include "gpuctl/ops/jobs.hpp"
+#include "gpuctl/ops/jobs/jobs.hpp"
 
 using namespace gpuctl;
 using gpuctl::testing::CliHarness;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/test_support.hpp"
-#include "gpuctl/ops/node_admin.hpp"
+#include "gpuctl/ops/nodes/node_admin.hpp"
 #include "test_drain_support.hpp"
 
 using namespace gpuctl;

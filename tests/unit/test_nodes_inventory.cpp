@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/test_support.hpp"
-#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
 using nlohmann::json;

@@ -6,7 +6,7 @@
 
 #include "fakes/cli_harness.hpp"
 #include "gpuctl/kube/objects.hpp"
-#include "gpuctl/ops/nodes.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 #include "test_drain_support.hpp"
 
 using namespace gpuctl;

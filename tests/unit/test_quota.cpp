@@ -4,7 +4,7 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/client.hpp"
-#include "gpuctl/ops/quota.hpp"
+#include "gpuctl/ops/quota/quota.hpp"
 
 using namespace gpuctl;
 using gpuctl::testing::FakeClient;

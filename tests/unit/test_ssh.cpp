@@ -2,7 +2,7 @@
 // and reading probe runs into per-node outcomes grouped as dshbak -c groups them.
 #include <catch2/catch.hpp>
 
-#include "gpuctl/ops/gpus.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
 #include "fakes/fake_ssh_runner.hpp"
 #include "test_drain_support.hpp"

@@ -5,7 +5,7 @@
 #include "fakes/fixtures.hpp"
 #include "gpuctl/kube/label_selector.hpp"
 #include "gpuctl/kube/manifest.hpp"
-#include "gpuctl/ops/submit.hpp"
+#include "gpuctl/ops/submit/submit.hpp"
 
 using gpuctl::Errc;
 using gpuctl::ops::SubmitFlags;

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/fixtures.hpp"
-#include "gpuctl/ops/submit_preflight.hpp"
+#include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "test_submit_preflight_support.hpp"
 
 using namespace gpuctl;

@@ -4,7 +4,7 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/paths.hpp"
-#include "gpuctl/ops/submit_preflight.hpp"
+#include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "test_submit_preflight_support.hpp"
 
 using namespace gpuctl;

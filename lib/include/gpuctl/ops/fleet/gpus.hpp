@@ -1,0 +1,124 @@
+#pragma once
+// The live GPU view behind `gpuctl gpus` and `gpuctl nodes --live`: every chosen GPU node probed
+// over ssh (the fixed probe script of gpu/probe.hpp, bounded fan-out, a hard deadline per
+// host), joined with what Kubernetes says about the node: allocatable and used GPUs, and which
+// pods hold them. A node that does not answer is a result with a classified reason, never an
+// error of the whole run.
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/error.hpp"
+#include "gpuctl/gpu/probe.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ssh/runner.hpp"
+#include "gpuctl/ssh/ssh.hpp"
+
+namespace gpuctl::kube {
+class Client;
+}
+
+namespace gpuctl::ops {
+
+// One node reached (or not) over ssh.
+struct NodeProbe {
+  std::string node;
+  std::string address;
+  // "ok", "partial", an ssh::HostOutcome name other than ok (unreachable, auth_failed,
+  // host_key_mismatch, timed_out, ssh_missing, ssh_error, no_address), or an nvidia-smi
+  // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...).
+  std::string outcome;
+  std::string message;  // one line; empty when ok
+  std::optional<gpu::NodeGpuReport> report;  // when ssh worked and the probe ran
+  int exit_code = -1;
+  std::chrono::milliseconds duration{0};
+  bool answered() const { return outcome == "ok" || outcome == "partial"; }
+};
+
+struct ProbeTarget {
+  std::string node;
+  std::string address;  // empty: the address could not be found (address_error says why)
+  std::string address_error;
+};
+
+struct ProbeOptions {
+  int fanout = 32;
+  std::size_t output_cap = 8 * 1024 * 1024;
+  // Progress: called as each host finishes, with (done, total).
+  std::function<void(std::size_t, std::size_t)> on_progress;
+};
+
+// Probes every target through `runner` at once (bounded by fanout); results in target order.
+// Targets without an address are reported no_address and never reach the runner.
+Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
+                                           const ProbeOptions& options);
+
+// Reads one finished run of the probe into a NodeProbe. Pure.
+NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run);
+
+// Identical failures across nodes, grouped as `dshbak -c` groups identical output.
+struct FailureGroup {
+  std::string outcome;
+  std::string message;
+  std::vector<std::string> nodes;
+};
+std::vector<FailureGroup> group_failures(const std::vector<NodeProbe>& probes);
+
+// A pod holding nvidia.com/* resources on a node.
+struct GpuPod {
+  std::string namespace_name;
+  std::string name;
+  std::map<std::string, std::int64_t> resources;  // nvidia.com/gpu: 2
+};
+
+struct NodeGpuView {
+  NodeGpuInfo kube;  // Kubernetes' view: product, allocatable, used, ...
+  std::vector<GpuPod> pods;
+  NodeProbe probe;
+};
+
+struct GpuView {
+  std::vector<NodeGpuView> nodes;  // by name
+  std::vector<FailureGroup> failures;
+  // Nodes and pods left out because a field had the wrong type ("node/x skipped: ..."): named
+  // on stderr, exit 1, the other nodes probed as usual.
+  std::vector<std::string> skipped;
+};
+
+struct GpuViewOptions {
+  std::vector<std::string> names;  // empty: every GPU node (or the selector's)
+  std::string label_selector;
+  ssh::AddressRule address_rule;
+  ProbeOptions probe;
+};
+
+// Two paginated lists (nodes, bound pods), then the fan-out through `runner`. Names that are not
+// nodes are an error naming them (nothing is probed); nodes that are not GPU nodes are probed
+// all the same when named.
+Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options);
+
+// What `gpuctl nodes --live` adds per node: the node's own word on its driver and load.
+struct LiveSummary {
+  std::string outcome;  // as NodeProbe::outcome
+  std::string message;
+  std::string driver_version;               // "" when not reported
+  std::optional<double> utilization_percent;  // mean over the GPUs that reported it
+  std::int64_t memory_used_mib = 0;         // sums over the GPUs that reported memory
+  std::int64_t memory_total_mib = 0;
+  int gpus_answered = 0;
+};
+LiveSummary summarize(const NodeProbe& probe);
+nlohmann::json to_json(const LiveSummary& live);
+
+// `gpuctl nodes --live -o json|yaml`: the inventory's schema (GPUNodeList) with each item's
+// "live" set to its node's summary, or null for a node that was not probed (not a GPU node).
+nlohmann::json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live);
+
+// The stable schema: apiVersion gpuctl.io/v1alpha1, kind GPUList.
+nlohmann::json to_json(const GpuView& view);
+
+}  // namespace gpuctl::ops

@@ -1,0 +1,123 @@
+#pragma once
+// The pre-flight checks of `gpuctl submit`: before a Job is created, would its pods ever be
+// scheduled, admitted by ResourceQuota and LimitRange, and find their claims? Each check is a
+// small pure function over what collect_preflight_input read; a refusal stops the submit unless
+// --force, a warning is printed and the submit goes on. The checks aim for no false refusals:
+// what cannot be judged from the objects at hand (an unreadable storage class, a quota scope
+// that depends on the cluster's default priority class) is skipped or downgraded to a warning.
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/error.hpp"
+#include "gpuctl/ops/submit/submit.hpp"
+
+namespace gpuctl::kube {
+class Client;
+}
+
+namespace gpuctl::ops {
+
+using json = nlohmann::json;
+
+struct PreflightInput {
+  json job;                       // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity, tolerations, resources, volumes)
+  std::vector<json> nodes;        // every node
+  std::vector<json> pods;         // non-terminal pods bound to nodes, all namespaces (for free GPUs now)
+  std::vector<json> quotas;       // ResourceQuotas of the job's namespace
+  std::vector<json> limit_ranges; // LimitRanges of the job's namespace
+  std::map<std::string, json> claims;          // PVCs named by the template's volumes that exist, by name
+  std::map<std::string, json> storage_classes; // storage classes of those claims, by name (for WaitForFirstConsumer)
+  // Storage classes that exist or may exist but could not be read (403): no refusal rests on them.
+  std::set<std::string> unreadable_storage_classes;
+  // False when the cluster-wide pod list was forbidden: gpu-free-now and the claim-in-use
+  // warning are skipped rather than reporting every GPU as free.
+  bool pods_listed = true;
+};
+
+enum class FindingSeverity { refusal, warning };
+// "refusal" or "warning".
+std::string_view to_string(FindingSeverity severity);
+
+struct PreflightFinding {
+  std::string check;        // "gpu-capacity", "gpu-free-now", "quota", "limit-range", "volume-claim"
+  FindingSeverity severity = FindingSeverity::refusal;
+  std::string message;      // one line with the numbers, e.g. `no schedulable node with product NVIDIA-H100-80GB-HBM3 has 16 GPUs: the largest has 8 (4 nodes of that product, 3 schedulable)`
+};
+
+struct PreflightCheck {
+  std::string_view name;
+  std::vector<PreflightFinding> (*run)(const PreflightInput&);
+};
+
+// The checks as data, in the order they run: gpu-capacity, gpu-free-now, quota, limit-range,
+// volume-claim.
+const std::vector<PreflightCheck>& preflight_checks();
+// Every check's findings, in check order.
+std::vector<PreflightFinding> run_preflight(const PreflightInput& input);
+// True when any finding is a refusal.
+bool has_refusal(const std::vector<PreflightFinding>& findings);
+
+// The individual checks (what preflight_checks() lists), for callers and tests.
+//
+// gpu-capacity (refusal): the per-pod nvidia.com/* request fits the allocatable of at least one
+// node the pod could ever land on (placement, cordon, NoSchedule/NoExecute taints). No nvidia.com/*
+// request: no finding.
+std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input);
+// gpu-free-now (warning): such nodes exist, but not all of the job's concurrent pods
+// (min(parallelism, completions), 0 when suspended) fit on the GPUs free now.
+std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input);
+// quota (refusal): every ResourceQuota whose scopes match the pod, for the keys the pod is
+// counted under (requests.<extended>, cpu/requests.cpu, memory/requests.memory,
+// requests.ephemeral-storage, pods, count/pods): used + per pod > hard refuses; so does
+// used + concurrent pods * per pod > hard. Missing status.used: warning (not counted yet).
+// Keys Kubernetes never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) for a resource the pod
+// asks for: warning. PriorityClass-scoped quotas are skipped when the pod names no priority
+// class (the cluster's globalDefault class, unknown here, may apply); unknown scopes are skipped.
+std::vector<PreflightFinding> check_quota(const PreflightInput& input);
+// limit-range (refusal): LimitRange max/min for nvidia.com/* per Container and per Pod, as the
+// LimitRanger admission plugin applies them; a Container default that would give a GPU to a
+// container that asks for none is a warning.
+std::vector<PreflightFinding> check_limit_range(const PreflightInput& input);
+// volume-claim (refusal): every persistentVolumeClaim volume's claim exists, is not being
+// deleted and is Bound, except Pending with a WaitForFirstConsumer storage class (binds when
+// the pod is scheduled: no finding). A ReadWriteOnce/ReadWriteOncePod claim already mounted
+// by a pod on some node: warning.
+std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input);
+
+// Reads what the checks need: nodes, non-terminal bound pods (fieldSelector on spec.nodeName
+// and status.phase; a 403 clears pods_listed), the namespace's quotas and limit ranges, the
+// claims named by the template (NotFound = absent from the map, other errors fail), their
+// storage classes (NotFound = absent, 403 = unreadable_storage_classes, other errors fail).
+// `known_nodes`: the nodes the caller already listed (submit reads them to place the job), so
+// thousands of nodes are not listed twice.
+Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job,
+                                               const std::vector<json>* known_nodes = nullptr);
+
+// The Pod the job's first pod would be, for POST pods?dryRun=All: apiVersion v1, kind Pod,
+// template metadata (labels, annotations) and spec, metadata.generateName "<job>-", the job's
+// namespace, plus the labels the Job controller adds (batch.kubernetes.io/job-name, job-name;
+// for Indexed jobs batch.kubernetes.io/job-completion-index "0" as label and annotation) so
+// LimitRange/quota/admission see the same pod.
+json pod_from_job_template(const json& job);
+
+// Everything `gpuctl submit` decides before it writes anything.
+struct SubmitPlan {
+  BuiltJob built;
+  std::vector<PreflightFinding> findings;  // a GPU type no node offers first, then run_preflight's
+};
+// Reads the nodes once (which label names the product, which taints mark the pools), builds the
+// Job from the flags or completes the manifest (`manifest` is used when spec.from_manifest), and
+// runs every pre-flight check over what collect_preflight_input reads. Sends nothing.
+Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const json& manifest,
+                                   const std::string& namespace_name, bool explicit_namespace, std::string_view source);
+
+// gpuctl's stable schema: {apiVersion: gpuctl.io/v1alpha1, kind: PreflightReport,
+// refused: bool, findings: [{check, severity, message}]}.
+json to_json(const std::vector<PreflightFinding>& findings);
+
+}  // namespace gpuctl::ops

@@ -1,0 +1,251 @@
+#include "gpuctl/ops/fleet/gpus.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/quantity.hpp"
+
+namespace gpuctl::ops {
+
+NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
+  NodeProbe probe;
+  probe.node = target.node;
+  probe.address = target.address;
+  probe.exit_code = run.process.exit_code;
+  probe.duration = run.duration;
+  if (run.verdict.outcome != ssh::HostOutcome::ok) {
+    probe.outcome = std::string(ssh::to_string(run.verdict.outcome));
+    probe.message = run.verdict.message;
+    return probe;
+  }
+  gpu::NodeGpuReport report =
+      gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, run.truncated);
+  probe.outcome = gpu::node_classification(report);
+  if (probe.outcome != "ok") probe.message = report.message;
+  probe.report = std::move(report);
+  return probe;
+}
+
+Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
+                                           const ProbeOptions& options) {
+  std::vector<std::string> addresses;
+  std::vector<std::size_t> host_target;  // host index -> target index
+  std::vector<NodeProbe> probes(targets.size());
+  for (std::size_t i = 0; i < targets.size(); i++) {
+    if (targets[i].address.empty()) {
+      probes[i].node = targets[i].node;
+      probes[i].outcome = "no_address";
+      probes[i].message = targets[i].address_error;
+      continue;
+    }
+    addresses.push_back(targets[i].address);
+    host_target.push_back(i);
+  }
+  std::size_t done = targets.size() - addresses.size();
+  ssh::RunOptions run_options;
+  run_options.max_parallel = options.fanout;
+  run_options.output_cap = options.output_cap;
+  run_options.on_finish = [&](std::size_t) {
+    done++;
+    if (options.on_progress) options.on_progress(done, targets.size());
+  };
+  GPUCTL_TRY_ASSIGN(auto runs, runner.run(addresses, gpu::probe_remote_command(), run_options));
+  if (runs.size() != addresses.size()) {
+    return fail(Errc::internal, fmt::format("the ssh runner returned {} results for {} hosts", runs.size(), addresses.size()));
+  }
+  for (std::size_t j = 0; j < runs.size(); j++) probes[host_target[j]] = read_probe_run(targets[host_target[j]], runs[j]);
+  return probes;
+}
+
+std::vector<FailureGroup> group_failures(const std::vector<NodeProbe>& probes) {
+  std::vector<FailureGroup> groups;
+  for (const auto& p : probes) {
+    if (p.outcome == "ok") continue;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const FailureGroup& g) { return g.outcome == p.outcome && g.message == p.message; });
+    if (it == groups.end()) {
+      groups.push_back({p.outcome, p.message, {p.node}});
+    } else {
+      it->nodes.push_back(p.node);
+    }
+  }
+  // Biggest groups first: with hundreds of nodes, what broke most is the first thing to read.
+  std::stable_sort(groups.begin(), groups.end(),
+                   [](const FailureGroup& a, const FailureGroup& b) { return a.nodes.size() > b.nodes.size(); });
+  return groups;
+}
+
+Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
+  kube::ListOptions node_list;
+  node_list.label_selector = options.label_selector;
+  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
+  kube::ListOptions pod_list;
+  pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
+
+  GpuView view;
+  std::set<std::string> malformed;  // names of the nodes skipped: named, so never "no such node"
+  for (std::size_t i = 0; i < nodes.items.size(); ++i) {
+    if (auto problem = kube::node_shape_problem(nodes.items[i]); !problem.empty()) {
+      view.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", nodes.items[i], i), problem));
+      malformed.insert(kube::name_of(nodes.items[i]));
+      nodes.items[i] = nullptr;
+    }
+  }
+  std::erase_if(nodes.items, [](const json& n) { return n.is_null(); });
+  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, view.skipped);
+
+  std::vector<json> chosen;
+  if (options.names.empty()) {
+    for (auto& n : nodes.items) {
+      if (is_gpu_node(n)) chosen.push_back(n);
+    }
+  } else {
+    std::vector<std::string> missing;
+    for (const auto& name : options.names) {
+      auto it = std::find_if(nodes.items.begin(), nodes.items.end(), [&](const json& n) { return kube::name_of(n) == name; });
+      if (it == nodes.items.end()) {
+        if (!malformed.contains(name)) missing.push_back(name);
+      } else if (std::none_of(chosen.begin(), chosen.end(), [&](const json& n) { return kube::name_of(n) == name; })) {
+        chosen.push_back(*it);
+      }
+    }
+    if (!missing.empty()) {
+      Error e;
+      e.code = Errc::api;
+      e.message = fmt::format("no such node{}: {} (list them with: gpuctl nodes --all{})", missing.size() > 1 ? "s" : "",
+                              fmt::join(missing, ", "),
+                              options.label_selector.empty() ? "" : " -l " + options.label_selector);
+      return fail(e);
+    }
+  }
+  NodeInventory inventory = build_node_inventory(chosen, pods.items, true, std::chrono::system_clock::now());
+  for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
+
+  std::map<std::string, std::vector<GpuPod>> pods_by_node;
+  for (const auto& pod : pods.items) {
+    if (kube::pod_is_terminal(pod)) continue;
+    GpuPod gp{kube::namespace_of(pod), kube::name_of(pod), {}};
+    for (const auto& [resource, quantity] : kube::pod_requests(pod)) {
+      if (resource.starts_with(kNvidiaResourcePrefix) && quantity.value() > 0) gp.resources[resource] = quantity.value();
+    }
+    if (!gp.resources.empty()) pods_by_node[kube::string_field(kube::field(pod, "spec"), "nodeName")].push_back(gp);
+  }
+
+  std::vector<ProbeTarget> targets;
+  for (const auto& n : chosen) {
+    ProbeTarget t{kube::name_of(n), "", ""};
+    auto address = ssh::node_ssh_address(n, options.address_rule);
+    if (address) {
+      t.address = *address;
+    } else {
+      t.address_error = address.error().message;
+    }
+    targets.push_back(std::move(t));
+  }
+  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, targets, options.probe));
+
+  std::map<std::string, NodeProbe*> probe_by_node;
+  for (auto& p : probes) probe_by_node[p.node] = &p;
+  for (auto& info : inventory.nodes) {
+    NodeGpuView v;
+    v.pods = pods_by_node[info.name];
+    v.probe = *probe_by_node[info.name];
+    v.kube = std::move(info);
+    view.nodes.push_back(std::move(v));
+  }
+  std::sort(view.nodes.begin(), view.nodes.end(), [](const NodeGpuView& a, const NodeGpuView& b) { return a.kube.name < b.kube.name; });
+  std::vector<NodeProbe> sorted;
+  for (const auto& v : view.nodes) sorted.push_back(v.probe);
+  view.failures = group_failures(sorted);
+  return view;
+}
+
+LiveSummary summarize(const NodeProbe& probe) {
+  LiveSummary live;
+  live.outcome = probe.outcome;
+  live.message = probe.message;
+  if (!probe.report) return live;
+  const auto& r = *probe.report;
+  if (r.driver_version) live.driver_version = *r.driver_version;
+  double sum = 0;
+  int counted = 0;
+  for (const auto& g : r.gpus) {
+    live.gpus_answered++;
+    if (g.utilization.gpu_percent) {
+      sum += *g.utilization.gpu_percent;
+      counted++;
+    }
+    if (g.memory.used_mib && g.memory.total_mib) {
+      live.memory_used_mib = kube::saturating_add(live.memory_used_mib, *g.memory.used_mib);
+      live.memory_total_mib = kube::saturating_add(live.memory_total_mib, *g.memory.total_mib);
+    }
+  }
+  if (counted > 0) live.utilization_percent = sum / counted;
+  return live;
+}
+
+json to_json(const LiveSummary& live) {
+  return {{"outcome", live.outcome},
+          {"message", live.message.empty() ? json(nullptr) : json(live.message)},
+          {"driverVersion", live.driver_version.empty() ? json(nullptr) : json(live.driver_version)},
+          {"gpusAnswered", live.gpus_answered},
+          {"utilizationPercent", live.utilization_percent ? json(*live.utilization_percent) : json(nullptr)},
+          {"memoryUsedMiB", live.memory_total_mib > 0 ? json(live.memory_used_mib) : json(nullptr)},
+          {"memoryTotalMiB", live.memory_total_mib > 0 ? json(live.memory_total_mib) : json(nullptr)}};
+}
+
+json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live) {
+  json doc = to_json(inventory);
+  for (auto& item : doc["items"]) {
+    auto it = live.find(kube::string_field(item, "name"));
+    item["live"] = it == live.end() ? json(nullptr) : to_json(it->second);
+  }
+  return doc;
+}
+
+json to_json(const GpuView& view) {
+  json items = json::array();
+  for (const auto& v : view.nodes) {
+    json pods = json::array();
+    for (const auto& p : v.pods) pods.push_back({{"namespace", p.namespace_name}, {"name", p.name}, {"resources", p.resources}});
+    json gpus = json::array();
+    json failed_gpus = json::array();
+    json driver = nullptr, cuda = nullptr;
+    if (v.probe.report) {
+      for (const auto& g : v.probe.report->gpus) gpus.push_back(g);
+      for (const auto& f : v.probe.report->failed_gpus) failed_gpus.push_back(f);
+      if (v.probe.report->driver_version) driver = *v.probe.report->driver_version;
+      if (v.probe.report->cuda_version) cuda = *v.probe.report->cuda_version;
+    }
+    items.push_back({{"name", v.kube.name},
+                     {"product", v.kube.product.empty() ? json(nullptr) : json(v.kube.product)},
+                     {"address", v.probe.address.empty() ? json(nullptr) : json(v.probe.address)},
+                     {"outcome", v.probe.outcome},
+                     {"message", v.probe.message.empty() ? json(nullptr) : json(v.probe.message)},
+                     {"durationMs", v.probe.duration.count()},
+                     {"kubernetes",
+                      {{"capacity", v.kube.gpus.capacity},
+                       {"allocatable", v.kube.gpus.allocatable},
+                       {"used", v.kube.gpus.used},
+                       {"free", v.kube.gpus.free()},
+                       {"pods", pods}}},
+                     {"driverVersion", driver},
+                     {"cudaVersion", cuda},
+                     {"gpus", gpus},
+                     {"failedGpus", failed_gpus}});
+  }
+  json failures = json::array();
+  for (const auto& g : view.failures) {
+    failures.push_back({{"outcome", g.outcome}, {"message", g.message}, {"count", g.nodes.size()}, {"nodes", g.nodes}});
+  }
+  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUList"}, {"items", items}, {"failures", failures}};
+}
+
+}  // namespace gpuctl::ops

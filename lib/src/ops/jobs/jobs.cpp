@@ -1,0 +1,237 @@
+// gpuctl jobs (the list) and gpuctl jobs clean (finished jobs removed with their pods).
+#include "gpuctl/ops/jobs/jobs.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/paths.hpp"
+
+namespace gpuctl::ops {
+namespace {
+
+using Key = std::pair<std::string, std::string>;  // namespace, name
+
+std::string str(const json& object, const json::json_pointer& ptr) {
+  if (!object.contains(ptr)) return {};
+  const json& v = object.at(ptr);
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// The uid of the Job that owns this pod: its controller ownerReference, else the labels the Job
+// controller sets. "" when neither says.
+std::string owner_job_uid(const json& pod) {
+  for (const auto& ref : kube::array_field(kube::field(pod, "metadata"), "ownerReferences")) {
+    if (kube::string_field(ref, "kind") == "Job" && kube::bool_field(ref, "controller")) return kube::string_field(ref, "uid");
+  }
+  for (auto key : {"batch.kubernetes.io/controller-uid", "controller-uid"}) {
+    if (auto uid = kube::label_of(pod, key)) return *uid;
+  }
+  return {};
+}
+
+std::string job_name_label(const json& pod) {
+  for (auto key : {"batch.kubernetes.io/job-name", "job-name"}) {
+    if (auto name = kube::label_of(pod, key)) return *name;
+  }
+  return {};
+}
+
+bool by_namespace_and_name(const JobSummary& a, const JobSummary& b) {
+  return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+}
+
+// The subject of an event (core/v1 involvedObject, events.k8s.io regarding) as namespace/name.
+Key event_key(const json& e, const std::string& fallback_ns) {
+  const json* subject = &kube::field(e, "involvedObject");
+  if (!subject->is_object()) subject = &kube::field(e, "regarding");
+  if (!subject->is_object()) return {};
+  std::string ns = kube::string_field(*subject, "namespace");
+  return {ns.empty() ? fallback_ns : ns, kube::string_field(*subject, "name")};
+}
+
+const json* true_condition(const json& job, std::string_view type) {
+  for (const auto& c : kube::array_field(kube::field(job, "status"), "conditions")) {
+    if (kube::string_field(c, "type") == type && kube::string_field(c, "status") == "True") return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& pods, const std::vector<json>& events,
+                       bool include_non_gpu_jobs, util::TimePoint now) {
+  std::map<std::string, std::vector<json>> pods_by_uid;
+  std::map<Key, std::vector<json>> pods_by_label;
+  for (const auto& pod : pods) {
+    std::string uid = owner_job_uid(pod);
+    if (!uid.empty()) {
+      pods_by_uid[uid].push_back(pod);
+    } else if (auto name = job_name_label(pod); !name.empty()) {
+      pods_by_label[{kube::namespace_of(pod), name}].push_back(pod);
+    }
+  }
+  std::map<Key, std::vector<json>> events_by_subject;
+  for (const auto& e : events) events_by_subject[event_key(e, kube::namespace_of(e))].push_back(e);
+
+  static const std::vector<json> none;
+  JobList list;
+  for (const auto& job : jobs) {
+    if (!include_non_gpu_jobs && !job_requests_gpu(job)) continue;
+    Key key{kube::namespace_of(job), kube::name_of(job)};
+    std::string uid = str(job, "/metadata/uid"_json_pointer);
+    const std::vector<json>* own = &none;
+    if (auto it = pods_by_uid.find(uid); !uid.empty() && it != pods_by_uid.end()) {
+      own = &it->second;
+    } else if (auto lit = pods_by_label.find(key); lit != pods_by_label.end()) {
+      own = &lit->second;
+    }
+    // The job's events and its pods' events.
+    std::vector<json> about;
+    if (auto it = events_by_subject.find(key); it != events_by_subject.end()) about = it->second;
+    for (const auto& pod : *own) {
+      if (auto it = events_by_subject.find({key.first, kube::name_of(pod)}); it != events_by_subject.end()) {
+        about.insert(about.end(), it->second.begin(), it->second.end());
+      }
+    }
+    list.jobs.push_back(summarize_job(job, *own, about, now));
+  }
+  std::sort(list.jobs.begin(), list.jobs.end(), by_namespace_and_name);
+  return list;
+}
+
+namespace {
+
+Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOptions& options) {
+  std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
+  kube::ListOptions list;
+  list.label_selector = options.label_selector;
+  GPUCTL_TRY_ASSIGN(kube::ListResult jobs, client.list(kube::paths::jobs(ns), list));
+  return std::move(jobs.items);
+}
+
+}  // namespace
+
+Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now) {
+  GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, options));
+  std::vector<std::string> skipped;
+  jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
+  if (!options.include_non_gpu_jobs) {
+    std::erase_if(jobs, [](const json& j) { return !job_requests_gpu(j); });
+  }
+  if (jobs.empty()) {
+    JobList none;
+    none.skipped = std::move(skipped);
+    return none;
+  }
+  std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
+  // The jobs' pods, whatever their phase (failed pods carry the exit code), and the Job
+  // controller's FailedCreate events (quota refusals). Why pods pend is in their own
+  // PodScheduled condition, so pod events are not needed.
+  kube::ListOptions pod_list;
+  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), pod_list));
+  kube::ListOptions event_list;
+  event_list.field_selector = "involvedObject.kind=Job,reason=FailedCreate";
+  GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
+  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, skipped);
+  events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
+  JobList list = build_job_list(jobs, pods.items, events.items, true, now);
+  list.skipped = std::move(skipped);
+  return list;
+}
+
+json to_json(const JobList& list) {
+  json items = json::array();
+  for (const auto& j : list.jobs) items.push_back(to_json(j));
+  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUJobList"}, {"items", items}};
+}
+
+CleanVerdict clean_verdict(const json& job, std::chrono::milliseconds older_than, util::TimePoint now) {
+  const json* complete = true_condition(job, "Complete");
+  const json* failed = true_condition(job, "Failed");
+  const json* done = complete != nullptr ? complete : failed;
+  if (done == nullptr) {
+    std::string phase = std::string(to_string(summarize_job(job, {}, {}, now).phase));
+    return {false, phase, fmt::format("not finished ({})", phase)};
+  }
+  std::string phase = complete != nullptr ? "Succeeded" : "Failed";
+  std::string at = str(job, "/status/completionTime"_json_pointer);
+  if (at.empty()) at = kube::string_field(*done, "lastTransitionTime");
+  auto finished = util::parse_rfc3339(at);
+  if (!finished) return {true, phase, fmt::format("{}, finish time unknown", phase)};
+  auto ago = std::chrono::duration_cast<std::chrono::seconds>(now - *finished);
+  if (ago.count() < 0) ago = std::chrono::seconds(0);
+  std::string when = util::human_duration(ago);
+  if (older_than.count() > 0 && ago < older_than) {
+    return {false, phase, fmt::format("{} {} ago, not older than {}", phase, when,
+                               util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(older_than)))};
+  }
+  return {true, phase, fmt::format("{} {} ago", phase, when)};
+}
+
+CleanPlan plan_job_clean(const std::vector<json>& jobs, std::chrono::milliseconds older_than, bool include_non_gpu_jobs,
+                         util::TimePoint now) {
+  CleanPlan plan;
+  for (const auto& job : jobs) {
+    if (!include_non_gpu_jobs && !job_requests_gpu(job)) continue;
+    CleanVerdict v = clean_verdict(job, older_than, now);
+    CleanTarget t;
+    t.namespace_name = kube::namespace_of(job);
+    t.name = kube::name_of(job);
+    t.uid = str(job, "/metadata/uid"_json_pointer);
+    t.phase = v.phase;
+    t.reason = v.reason;
+    (v.remove ? plan.remove : plan.keep).push_back(std::move(t));
+  }
+  auto order = [](const CleanTarget& a, const CleanTarget& b) {
+    return std::tie(a.namespace_name, a.name) < std::tie(b.namespace_name, b.name);
+  };
+  std::sort(plan.remove.begin(), plan.remove.end(), order);
+  std::sort(plan.keep.begin(), plan.keep.end(), order);
+  return plan;
+}
+
+Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope, std::chrono::milliseconds older_than,
+                                     util::TimePoint now) {
+  GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, scope));
+  std::vector<std::string> skipped;
+  jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
+  CleanPlan plan = plan_job_clean(jobs, older_than, scope.include_non_gpu_jobs, now);
+  plan.skipped = std::move(skipped);
+  return plan;
+}
+
+json job_delete_options(const CleanTarget& target, bool dry_run) {
+  json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}};
+  if (!target.uid.empty()) body["preconditions"] = {{"uid", target.uid}};
+  if (dry_run) body["dryRun"] = json::array({"All"});
+  return body;
+}
+
+CleanResult delete_jobs(kube::Client& client, const std::vector<CleanTarget>& targets, const kube::WriteOptions& options,
+                        const std::function<void(const CleanOutcome&)>& on_done) {
+  CleanResult result;
+  for (const auto& t : targets) {
+    CleanOutcome outcome;
+    outcome.target = t;
+    auto r = client.remove(kube::paths::job(t.namespace_name, t.name), job_delete_options(t, options.dry_run), options);
+    if (r) {
+      outcome.deleted = true;
+      ++result.deleted;
+    } else if (r.error().is_not_found() || r.error().is_conflict()) {
+      // Gone already (its TTL, someone else), or a new Job took the name: not ours to delete.
+      outcome.already_gone = true;
+      ++result.gone;
+    } else {
+      outcome.error = fmt::format("job {}/{}: {}", t.namespace_name, t.name, r.error().message);
+      ++result.failed;
+    }
+    if (on_done) on_done(outcome);
+    result.outcomes.push_back(std::move(outcome));
+  }
+  return result;
+}
+
+}  // namespace gpuctl::ops

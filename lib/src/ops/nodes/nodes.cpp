@@ -1,0 +1,301 @@
+#include "gpuctl/ops/nodes/nodes.hpp"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/quantity.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::ops {
+
+const std::vector<std::string_view>& gpu_product_label_keys() {
+  static const std::vector<std::string_view> keys = {
+      "nvidia.com/gpu.product",            // GPU Feature Discovery / GPU Operator
+      "cloud.google.com/gke-accelerator",  // GKE
+      "k8s.amazonaws.com/accelerator",     // EKS
+      "gpu.nvidia.com/class",              // CoreWeave
+      "skypilot.co/accelerator",           // SkyPilot
+      "accelerator",                       // the convention many admins write by hand
+  };
+  return keys;
+}
+
+namespace {
+
+bool is_nvidia_resource(std::string_view name) { return name.starts_with(kNvidiaResourcePrefix); }
+
+std::pair<std::string, std::string> product_of(const json& node) {
+  for (auto key : gpu_product_label_keys()) {
+    if (auto value = kube::label_of(node, key); value && !value->empty()) return {*value, std::string(key)};
+  }
+  return {};
+}
+
+std::string label_or_empty(const json& node, std::string_view key) { return kube::label_of(node, key).value_or(""); }
+
+// GPU Feature Discovery writes both the newer *-version.full labels and the older split ones.
+std::string driver_version_of(const json& node) {
+  if (auto full = kube::label_of(node, "nvidia.com/cuda.driver-version.full")) return *full;
+  auto major = label_or_empty(node, "nvidia.com/cuda.driver.major");
+  if (major.empty()) return {};
+  auto minor = label_or_empty(node, "nvidia.com/cuda.driver.minor");
+  auto rev = label_or_empty(node, "nvidia.com/cuda.driver.rev");
+  std::string v = major;
+  if (!minor.empty()) v += "." + minor;
+  if (!rev.empty()) v += "." + rev;
+  return v;
+}
+
+std::string cuda_version_of(const json& node) {
+  if (auto full = kube::label_of(node, "nvidia.com/cuda.runtime-version.full")) return *full;
+  auto major = label_or_empty(node, "nvidia.com/cuda.runtime.major");
+  if (major.empty()) return {};
+  auto minor = label_or_empty(node, "nvidia.com/cuda.runtime.minor");
+  return minor.empty() ? major : major + "." + minor;
+}
+
+std::int64_t count_of(const kube::ResourceList& list, const std::string& name) {
+  auto it = list.find(name);
+  return it == list.end() ? 0 : it->second.value();
+}
+
+// Conditions that mean trouble when True (Ready is reported on its own).
+bool is_problem_condition(const kube::NodeCondition& c) {
+  static const std::vector<std::string_view> bad = {"NetworkUnavailable", "MemoryPressure", "DiskPressure", "PIDPressure"};
+  return c.status == "True" && std::find(bad.begin(), bad.end(), c.type) != bad.end();
+}
+
+}  // namespace
+
+bool is_gpu_node(const json& node) {
+  const json& capacity = kube::field_at(node, {"status", "capacity"});
+  if (capacity.is_object()) {
+    for (const auto& [name, value] : capacity.items()) {
+      if (is_nvidia_resource(name)) return true;
+    }
+  }
+  return !product_of(node).first.empty();
+}
+
+NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
+                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
+  // Requests of the non-terminal pods, summed per node.
+  struct NodeUse {
+    kube::ResourceList requested;
+    std::int64_t gpu_pods = 0;
+  };
+  NodeInventory inventory;
+  std::unordered_map<std::string, NodeUse> use;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const json& pod = pods[i];
+    if (auto problem = kube::pod_shape_problem(pod); !problem.empty()) {
+      inventory.skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, i), problem));
+      continue;
+    }
+    if (kube::pod_is_terminal(pod)) continue;
+    std::string node_name = kube::string_field(kube::field(pod, "spec"), "nodeName");
+    if (node_name.empty()) continue;
+    kube::ResourceList requests = kube::pod_requests(pod);
+    NodeUse& u = use[node_name];
+    bool holds_gpu = false;
+    for (const auto& [name, q] : requests) {
+      if (!is_nvidia_resource(name)) continue;
+      u.requested[name] += q;
+      if (!q.is_zero()) holds_gpu = true;
+    }
+    if (holds_gpu) ++u.gpu_pods;
+  }
+
+  // (product, resource) -> row; nvidia.com/gpu sorts before nvidia.com/mig-* by name.
+  std::map<std::pair<std::string, std::string>, ProductSummary> products;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const json& node = nodes[i];
+    if (auto problem = kube::node_shape_problem(node); !problem.empty()) {
+      inventory.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", node, i), problem));
+      continue;
+    }
+    bool gpu_node = is_gpu_node(node);
+    if (!gpu_node && !include_non_gpu_nodes) continue;
+    NodeGpuInfo info;
+    info.gpu_node = gpu_node;
+    info.name = kube::name_of(node);
+    info.readiness = kube::node_readiness(node);
+    info.schedulable = !kube::node_unschedulable(node);
+    std::tie(info.product, info.product_label) = product_of(node);
+
+    const json& status = kube::field(node, "status");
+    kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
+    kube::ResourceList allocatable = kube::parse_resource_list(kube::field(status, "allocatable"));
+    const NodeUse& u = use[info.name];
+    info.gpu_pods = u.gpu_pods;
+
+    std::vector<std::string> names;
+    for (const auto& [name, q] : capacity) if (is_nvidia_resource(name)) names.push_back(name);
+    for (const auto& [name, q] : allocatable) if (is_nvidia_resource(name)) names.push_back(name);
+    for (const auto& [name, q] : u.requested) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    names.erase(std::unique(names.begin(), names.end()), names.end());
+    for (const auto& name : names) {
+      ResourceCount rc{name, count_of(capacity, name), count_of(allocatable, name), count_of(u.requested, name)};
+      if (name == kGpuResource) {
+        info.gpus = rc;
+      } else {
+        info.other_resources.push_back(rc);
+      }
+    }
+    info.gpus.name = std::string(kGpuResource);
+
+    info.taints = kube::node_taints(node);
+    auto reason = kube::annotation_of(node, kCordonReasonAnnotation);
+    auto by = kube::annotation_of(node, kCordonByAnnotation);
+    auto at = kube::annotation_of(node, kCordonAtAnnotation);
+    if (reason || by || at) info.cordon = CordonRecord{reason.value_or(""), by.value_or(""), at.value_or("")};
+    info.driver_version = driver_version_of(node);
+    info.cuda_version = cuda_version_of(node);
+    for (auto& c : kube::node_conditions(node)) {
+      if (is_problem_condition(c)) info.problem_conditions.push_back(std::move(c));
+    }
+    info.internal_ip = kube::node_address(node, "InternalIP");
+    info.kubelet_version = kube::string_field(kube::field(status, "nodeInfo"), "kubeletVersion");
+    info.created_at = kube::string_field(kube::field(node, "metadata"), "creationTimestamp");
+    if (auto created = util::parse_rfc3339(info.created_at)) {
+      info.age_seconds = std::chrono::duration_cast<std::chrono::seconds>(now - *created).count();
+    }
+
+    if (gpu_node) {
+      auto add = [&](const ResourceCount& rc) {
+        ProductSummary& p = products[{info.product, rc.name}];
+        p.product = info.product;
+        p.resource = rc.name;
+        ++p.nodes;
+        p.capacity = kube::saturating_add(p.capacity, rc.capacity);
+        p.allocatable = kube::saturating_add(p.allocatable, rc.allocatable);
+        p.used = kube::saturating_add(p.used, rc.used);
+        p.free = kube::saturating_add(p.free, rc.free());
+      };
+      add(info.gpus);
+      for (const auto& rc : info.other_resources) add(rc);
+    }
+    inventory.nodes.push_back(std::move(info));
+  }
+  std::sort(inventory.nodes.begin(), inventory.nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  for (auto& [key, p] : products) {
+    bool whole_gpus = key.second == kGpuResource;
+    bool has_other_rows = products.upper_bound({key.first, key.second}) != products.end() &&
+                          products.upper_bound({key.first, key.second})->first.first == key.first;
+    // A MIG-only product: its empty whole-GPU row would only say "0 GPUs".
+    if (whole_gpus && p.capacity == 0 && p.allocatable == 0 && p.used == 0 && has_other_rows) continue;
+    inventory.products.push_back(std::move(p));
+  }
+  return inventory;
+}
+
+Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options) {
+  kube::ListOptions node_list;
+  node_list.label_selector = options.label_selector;
+  node_list.from_cache = options.from_cache;
+  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
+
+  // Only pods that hold resources: bound to a node and not finished. The server filters.
+  kube::ListOptions pod_list;
+  pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  pod_list.from_cache = options.from_cache;
+  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
+
+  return build_node_inventory(nodes.items, pods.items, options.include_non_gpu_nodes, std::chrono::system_clock::now());
+}
+
+const std::vector<std::string_view>& node_sort_keys() {
+  static const std::vector<std::string_view> keys = {"name", "status", "product", "capacity", "allocatable",
+                                                      "used", "free", "unhealthy", "age"};
+  return keys;
+}
+
+Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key) {
+  using Less = std::function<bool(const NodeGpuInfo&, const NodeGpuInfo&)>;
+  static const std::map<std::string_view, Less> orders = {
+      {"name", [](const auto& a, const auto& b) { return a.name < b.name; }},
+      {"status", [](const auto& a, const auto& b) { return a.readiness < b.readiness; }},
+      {"product", [](const auto& a, const auto& b) { return a.product < b.product; }},
+      {"capacity", [](const auto& a, const auto& b) { return a.gpus.capacity < b.gpus.capacity; }},
+      {"allocatable", [](const auto& a, const auto& b) { return a.gpus.allocatable < b.gpus.allocatable; }},
+      {"used", [](const auto& a, const auto& b) { return a.gpus.used < b.gpus.used; }},
+      {"free", [](const auto& a, const auto& b) { return a.gpus.free() < b.gpus.free(); }},
+      {"unhealthy", [](const auto& a, const auto& b) { return a.unhealthy() < b.unhealthy(); }},
+      // Oldest first, as kubectl's --sort-by=.metadata.creationTimestamp.
+      {"age", [](const auto& a, const auto& b) { return a.age_seconds > b.age_seconds; }},
+  };
+  auto it = orders.find(key);
+  if (it == orders.end()) {
+    return fail(Errc::invalid_argument, fmt::format("--sort-by: unknown key \"{}\" (valid: {})", key, fmt::join(node_sort_keys(), ", ")));
+  }
+  std::stable_sort(nodes.begin(), nodes.end(), it->second);
+  return {};
+}
+
+namespace {
+json to_json(const ResourceCount& rc) {
+  return {{"name", rc.name}, {"capacity", rc.capacity}, {"allocatable", rc.allocatable}, {"used", rc.used}, {"free", rc.free()}};
+}
+json string_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
+}  // namespace
+
+json to_json(const NodeInventory& inventory) {
+  json items = json::array();
+  for (const auto& n : inventory.nodes) {
+    json taints = json::array();
+    for (const auto& t : n.taints) taints.push_back(kube::to_json(t));
+    json conditions = json::array();
+    for (const auto& c : n.problem_conditions) {
+      conditions.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message}});
+    }
+    json resources = json::array();
+    for (const auto& r : n.other_resources) resources.push_back(to_json(r));
+    json cordon = nullptr;
+    if (n.cordon) cordon = {{"reason", n.cordon->reason}, {"by", n.cordon->by}, {"at", n.cordon->at}};
+    items.push_back({
+        {"name", n.name},
+        {"status", n.readiness},
+        {"schedulable", n.schedulable},
+        {"gpuNode", n.gpu_node},
+        {"product", string_or_null(n.product)},
+        {"productLabel", string_or_null(n.product_label)},
+        {"gpus",
+         {{"capacity", n.gpus.capacity},
+          {"allocatable", n.gpus.allocatable},
+          {"used", n.gpus.used},
+          {"free", n.gpus.free()},
+          {"unhealthy", n.unhealthy()}}},
+        {"resources", resources},
+        {"gpuPods", n.gpu_pods},
+        {"taints", taints},
+        {"cordon", cordon},
+        {"driverVersion", string_or_null(n.driver_version)},
+        {"cudaVersion", string_or_null(n.cuda_version)},
+        {"conditions", conditions},
+        {"internalIP", string_or_null(n.internal_ip)},
+        {"kubeletVersion", string_or_null(n.kubelet_version)},
+        {"createdAt", string_or_null(n.created_at)},
+        {"ageSeconds", n.age_seconds},
+    });
+  }
+  json summary = json::array();
+  for (const auto& p : inventory.products) {
+    summary.push_back({{"product", string_or_null(p.product)},
+                       {"resource", p.resource},
+                       {"nodes", p.nodes},
+                       {"capacity", p.capacity},
+                       {"allocatable", p.allocatable},
+                       {"used", p.used},
+                       {"free", p.free}});
+  }
+  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUNodeList"}, {"items", items}, {"summary", summary}};
+}
+
+}  // namespace gpuctl::ops

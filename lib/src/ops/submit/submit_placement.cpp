@@ -1,0 +1,137 @@
+// Where GPU jobs of a type may go: the product label scheme and the pool taints, read from nodes.
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <set>
+
+#include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/submit/submit.hpp"
+
+namespace gpuctl::ops {
+namespace {
+
+// "NVIDIA-A100-SXM4-80GB" -> "nvidiaa100sxm480gb": people type products in many spellings.
+std::string squash(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+// Taints the node lifecycle sets on single nodes in trouble (not-ready, unreachable, pressure,
+// cordon, cloud init) never mark a GPU pool; tolerating them would send the job to sick nodes.
+bool is_lifecycle_taint(const kube::Taint& t) {
+  return t.key.starts_with("node.kubernetes.io/") || t.key.starts_with("node.cloudprovider.kubernetes.io/") ||
+         t.key.starts_with("node-role.kubernetes.io/");
+}
+
+bool offers(const NodeGpuInfo& n, std::string_view resource) {
+  if (resource == kGpuResource) return n.gpus.capacity > 0;
+  return std::any_of(n.other_resources.begin(), n.other_resources.end(),
+                     [&](const ResourceCount& r) { return r.name == resource && r.capacity > 0; });
+}
+
+json toleration_for(const kube::Taint& t, bool same_value) {
+  json tol = {{"key", t.key}};
+  if (same_value && !t.value.empty()) {
+    tol["operator"] = "Equal";
+    tol["value"] = t.value;
+  } else {
+    tol["operator"] = "Exists";
+  }
+  tol["effect"] = t.effect;
+  return tol;
+}
+
+}  // namespace
+
+GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type, std::string_view resource) {
+  GpuPlacement p;
+  p.resource = std::string(resource);
+  p.gpu_type = std::string(gpu_type);
+  NodeInventory inv = build_node_inventory(nodes, {}, false, std::chrono::system_clock::time_point{});
+  std::vector<const NodeGpuInfo*> pool;
+  std::set<std::string> known;
+  for (const auto& n : inv.nodes) {
+    if (!n.gpu_node || !offers(n, resource)) continue;
+    if (!n.product.empty()) known.insert(n.product);
+    pool.push_back(&n);
+  }
+  p.known_products.assign(known.begin(), known.end());
+
+  std::vector<const NodeGpuInfo*> matched = pool;
+  if (!gpu_type.empty()) {
+    auto pick = [&](auto&& pred) {
+      std::vector<const NodeGpuInfo*> out;
+      for (auto* n : pool) {
+        if (!n->product.empty() && pred(*n)) out.push_back(n);
+      }
+      return out;
+    };
+    matched = pick([&](const NodeGpuInfo& n) { return n.product == gpu_type; });
+    if (matched.empty()) matched = pick([&](const NodeGpuInfo& n) { return squash(n.product) == squash(gpu_type); });
+    if (matched.empty() && !squash(gpu_type).empty()) {
+      matched = pick([&](const NodeGpuInfo& n) { return squash(n.product).find(squash(gpu_type)) != std::string::npos; });
+    }
+    if (matched.empty()) {
+      // Nothing carries it: select it as GPU Feature Discovery would label it, so that with
+      // --force the job waits for such nodes (and the pre-flight check says there are none).
+      p.type_found = false;
+      p.products = {std::string(gpu_type)};
+      p.selector["nvidia.com/gpu.product"] = {std::string(gpu_type)};
+      return p;
+    }
+    std::set<std::string> products;
+    std::map<std::string, std::set<std::string>> selector;
+    for (auto* n : matched) {
+      products.insert(n->product);
+      selector[n->product_label].insert(n->product);
+    }
+    p.products.assign(products.begin(), products.end());
+    for (auto& [key, values] : selector) p.selector[key].assign(values.begin(), values.end());
+  }
+
+  // Per product: the taints on every schedulable, Ready node of it (all of its nodes when none
+  // is), so one node's maintenance taint is not tolerated, the pool's GPU taint is.
+  std::map<std::string, std::vector<const NodeGpuInfo*>> by_product;
+  for (auto* n : matched) by_product[n->product].push_back(n);
+  std::vector<std::pair<kube::Taint, bool>> taints;  // taint, every node has the same value
+  for (auto& [product, members] : by_product) {
+    std::vector<const NodeGpuInfo*> healthy;
+    for (auto* n : members) {
+      if (n->schedulable && n->readiness == "Ready") healthy.push_back(n);
+    }
+    const auto& basis = healthy.empty() ? members : healthy;
+    for (const auto& t : basis.front()->taints) {
+      if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
+      if (is_lifecycle_taint(t)) continue;
+      bool everywhere = true, same_value = true;
+      for (auto* n : basis) {
+        auto it = std::find_if(n->taints.begin(), n->taints.end(),
+                               [&](const kube::Taint& o) { return o.key == t.key && o.effect == t.effect; });
+        if (it == n->taints.end()) {
+          everywhere = false;
+          break;
+        }
+        if (it->value != t.value) same_value = false;
+      }
+      if (!everywhere) continue;
+      auto known_taint = std::find_if(taints.begin(), taints.end(), [&](const auto& kt) {
+        return kt.first.key == t.key && kt.first.effect == t.effect;
+      });
+      if (known_taint == taints.end()) {
+        taints.emplace_back(kube::Taint{t.key, t.value, t.effect, ""}, same_value);
+      } else if (known_taint->first.value != t.value || !same_value) {
+        known_taint->second = false;  // pools disagree on the value: tolerate the key
+      }
+    }
+  }
+  for (auto& [t, same_value] : taints) {
+    p.pool_taints.push_back(t);
+    p.tolerations.push_back(toleration_for(t, same_value));
+  }
+  return p;
+}
+
+}  // namespace gpuctl::ops

@@ -1,0 +1,299 @@
+// quota and limit-range: what the ResourceQuota and LimitRanger admission plugins would say to
+// the job's pods (they look at pods, never at the Job).
+#include <algorithm>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/submit/submit_preflight.hpp"
+#include "submit_preflight_internal.hpp"
+
+namespace gpuctl::ops {
+namespace {
+
+using namespace preflight_detail;
+using kube::Quantity;
+using kube::ResourceList;
+
+constexpr std::string_view kQuota = "quota";
+constexpr std::string_view kLimitRange = "limit-range";
+
+std::string object_name(const json& object, const std::string& ns) { return ns + "/" + kube::name_of(object); }
+
+// --- Quota scopes --------------------------------------------------------------------------
+
+enum class Applies { yes, no, unknown };
+
+bool has_compute_resources(const json& spec) {
+  for (const char* list : {"containers", "initContainers"}) {
+    const json& containers = field(spec, list);
+    if (!containers.is_array()) continue;
+    for (const auto& c : containers) {
+      const json& resources = field(c, "resources");
+      for (const char* kind : {"requests", "limits"}) {
+        const json& r = field(resources, kind);
+        if (r.is_object() && (r.contains("cpu") || r.contains("memory"))) return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool cross_namespace_affinity(const json& spec) {
+  const json& affinity = field(spec, "affinity");
+  for (const char* kind : {"podAffinity", "podAntiAffinity"}) {
+    const json& a = field(affinity, kind);
+    for (const char* when : {"requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"}) {
+      const json& terms = field(a, when);
+      if (!terms.is_array()) continue;
+      for (const auto& t : terms) {
+        const json& term = t.contains("podAffinityTerm") ? t["podAffinityTerm"] : t;
+        if (!field(term, "namespaceSelector").is_null()) return true;
+        if (field(term, "namespaces").is_array() && !field(term, "namespaces").empty()) return true;
+      }
+    }
+  }
+  return false;
+}
+
+// Whether a scope (operator Exists) holds for the pod; nullopt for scopes this check cannot judge.
+std::optional<bool> scope_holds(const std::string& scope, const json& spec) {
+  if (scope == "Terminating") return field(spec, "activeDeadlineSeconds").is_number_integer();
+  if (scope == "NotTerminating") return !field(spec, "activeDeadlineSeconds").is_number_integer();
+  if (scope == "BestEffort") return !has_compute_resources(spec);
+  if (scope == "NotBestEffort") return has_compute_resources(spec);
+  if (scope == "CrossNamespacePodAffinity") return cross_namespace_affinity(spec);
+  return std::nullopt;
+}
+
+Applies quota_applies(const json& quota, const json& pod_spec) {
+  const json& spec = field(quota, "spec");
+  const std::string priority_class = string_field(pod_spec, "priorityClassName");
+  bool unknown = false;
+  auto judge = [&](const std::string& scope, const std::string& op, const std::vector<std::string>& values) -> bool {
+    if (scope == "PriorityClass") {
+      // A pod without a class may be given the cluster's globalDefault class at admission.
+      if (priority_class.empty()) {
+        unknown = true;
+        return true;
+      }
+      bool listed = std::find(values.begin(), values.end(), priority_class) != values.end();
+      if (op == "In") return listed;
+      if (op == "NotIn") return !listed;
+      if (op == "Exists") return true;
+      if (op == "DoesNotExist") return false;
+      unknown = true;
+      return true;
+    }
+    auto holds = scope_holds(scope, pod_spec);
+    if (!holds || (op != "Exists" && op != "DoesNotExist")) {
+      unknown = true;
+      return true;
+    }
+    return op == "Exists" ? *holds : !*holds;
+  };
+  if (const json& scopes = field(spec, "scopes"); scopes.is_array()) {
+    for (const auto& s : scopes) {
+      if (!judge(s.is_string() ? s.get<std::string>() : "", "Exists", {})) return Applies::no;
+    }
+  }
+  if (const json& exprs = field(field(spec, "scopeSelector"), "matchExpressions"); exprs.is_array()) {
+    for (const auto& e : exprs) {
+      std::vector<std::string> values;
+      if (const json& v = field(e, "values"); v.is_array()) {
+        for (const auto& x : v) {
+          if (x.is_string()) values.push_back(x.get<std::string>());
+        }
+      }
+      if (!judge(string_field(e, "scopeName"), string_field(e, "operator"), values)) return Applies::no;
+    }
+  }
+  return unknown ? Applies::unknown : Applies::yes;
+}
+
+// --- Quota keys ----------------------------------------------------------------------------
+
+bool is_extended(const std::string& resource) {
+  return resource.find('/') != std::string::npos && !resource.starts_with("kubernetes.io/") &&
+         !resource.starts_with("requests.") && !resource.starts_with("limits.");
+}
+
+// The quota keys a pod's request of `resource` is counted under.
+std::vector<std::string> quota_keys(const std::string& resource) {
+  if (resource == "cpu" || resource == "memory" || resource == "ephemeral-storage") return {resource, "requests." + resource};
+  if (resource.starts_with("hugepages-") || is_extended(resource)) return {"requests." + resource};
+  return {};
+}
+
+Quantity times(const Quantity& q, std::int64_t n) { return q.times(n); }
+
+std::int64_t how_many_fit(const Quantity& left, const Quantity& each) {
+  if (each.milli_value() <= 0) return 0;
+  return std::max<std::int64_t>(left.milli_value(), 0) / each.milli_value();
+}
+
+}  // namespace
+
+std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
+  std::vector<PreflightFinding> out;
+  const std::string ns = job_namespace(input.job);
+  const json& spec = pod_spec(input.job);
+  const ResourceList per_pod = kube::pod_requests(pod_template(input.job));
+  const std::int64_t pods = std::max<std::int64_t>(concurrent_pods(input.job, false), 1);
+
+  std::vector<std::pair<std::string, Quantity>> counted;  // quota key -> per-pod amount
+  for (const auto& [resource, q] : per_pod) {
+    if (q.sign() <= 0) continue;
+    for (const auto& key : quota_keys(resource)) counted.emplace_back(key, q);
+  }
+  counted.emplace_back("pods", Quantity::from_int(1));
+  counted.emplace_back("count/pods", Quantity::from_int(1));
+
+  for (const auto& quota : input.quotas) {
+    const std::string name = object_name(quota, ns);
+    const ResourceList hard = kube::parse_resource_list(field(field(quota, "spec"), "hard"));
+    // Keys Kubernetes accepts and never enforces, for extended resources the pod asks for.
+    for (const auto& [resource, q] : per_pod) {
+      if (!is_extended(resource) || q.sign() <= 0) continue;
+      for (const std::string& key : {resource, "limits." + resource}) {
+        auto it = hard.find(key);
+        if (it == hard.end()) continue;
+        out.push_back(warning(kQuota, fmt::format("quota {} sets {}: {}, which Kubernetes accepts but never enforces "
+                                                  "(only requests.{} counts); gpuctl quota fix {} rewrites it",
+                                                  name, key, it->second.to_string(), resource, ns)));
+      }
+    }
+    if (quota_applies(quota, spec) != Applies::yes) continue;
+
+    const json& status_used = field(field(quota, "status"), "used");
+    const ResourceList used = kube::parse_resource_list(status_used);
+    for (const auto& [key, each] : counted) {
+      auto h = hard.find(key);
+      if (h == hard.end()) continue;
+      auto u = used.find(key);
+      if (u == used.end()) {
+        out.push_back(warning(kQuota, fmt::format("quota {} has not been counted yet (no status.used for {}): the API "
+                                                  "server refuses pods until kube-controller-manager fills it in",
+                                                  name, key)));
+        continue;
+      }
+      const Quantity left = h->second - u->second;
+      if (each > left) {
+        out.push_back(refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
+                                                  "the API server would refuse its pods",
+                                                  name, h->second.to_string(), key, u->second.to_string(), each.to_string())));
+      } else if (pods > 1 && times(each, pods) > left) {
+        out.push_back(refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, the job's {} pods ask for {} each ({}): "
+                                                  "only {} of them would be admitted",
+                                                  name, h->second.to_string(), key, u->second.to_string(), pods,
+                                                  each.to_string(), times(each, pods).to_string(), how_many_fit(left, each))));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<PreflightFinding> check_limit_range(const PreflightInput& input) {
+  std::vector<PreflightFinding> out;
+  const std::string ns = job_namespace(input.job);
+  const json& spec = pod_spec(input.job);
+  const ResourceList pod_total = kube::pod_requests(pod_template(input.job));
+  constexpr std::string_view kRefused = "the API server would refuse every pod";
+
+  for (const auto& lr : input.limit_ranges) {
+    const std::string name = object_name(lr, ns);
+    const json& items = field(field(lr, "spec"), "limits");
+    if (!items.is_array()) continue;
+    for (const auto& item : items) {
+      const std::string type = string_field(item, "type");
+      const ResourceList max = kube::parse_resource_list(field(item, "max"));
+      const ResourceList min = kube::parse_resource_list(field(item, "min"));
+      const ResourceList defaults = kube::parse_resource_list(field(item, "default"));
+      const ResourceList default_requests = kube::parse_resource_list(field(item, "defaultRequest"));
+      std::set<std::string> resources;
+      for (const auto* list : {&max, &min, &defaults, &default_requests}) {
+        for (const auto& [r, q] : *list) {
+          if (r.starts_with(kNvidiaResourcePrefix)) resources.insert(r);
+        }
+      }
+      if (resources.empty()) continue;
+
+      if (type == "Container") {
+        for (const char* kind : {"initContainers", "containers"}) {
+          const json& containers = field(spec, kind);
+          if (!containers.is_array()) continue;
+          for (const auto& c : containers) {
+            const std::string cname = string_field(c, "name");
+            const ResourceList limits = kube::parse_resource_list(field(field(c, "resources"), "limits"));
+            const ResourceList requests = kube::parse_resource_list(field(field(c, "resources"), "requests"));
+            for (const auto& r : resources) {
+              auto l = limits.find(r);
+              auto q = requests.find(r);
+              if (l == limits.end() && q == requests.end()) {
+                std::optional<Quantity> given;
+                if (auto d = defaults.find(r); d != defaults.end()) {
+                  given = d->second;
+                } else if (auto dr = default_requests.find(r); dr != default_requests.end()) {
+                  given = dr->second;
+                }
+                if (given && given->sign() > 0) {
+                  out.push_back(warning(kLimitRange, fmt::format("LimitRange {} gives container \"{}\", which asks for no {}, "
+                                                                 "the default of {}: each pod takes that many more",
+                                                                 name, cname, r, given->to_string())));
+                } else if (max.contains(r) || min.contains(r)) {
+                  out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires a {} limit on every container, "
+                                                                 "container \"{}\" sets none; {}",
+                                                                 name, r, cname, kRefused)));
+                }
+                continue;
+              }
+              const Quantity limit = l != limits.end() ? l->second : q->second;
+              const Quantity request = q != requests.end() ? q->second : l->second;
+              if (auto m = max.find(r); m != max.end() && limit > m->second) {
+                out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per container, container "
+                                                               "\"{}\" asks for {}; {}",
+                                                               name, m->second.to_string(), r, cname, limit.to_string(), kRefused)));
+              }
+              if (auto m = min.find(r); m != min.end() && request < m->second) {
+                out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per container, container "
+                                                               "\"{}\" asks for {}; {}",
+                                                               name, m->second.to_string(), r, cname, request.to_string(), kRefused)));
+              }
+            }
+          }
+        }
+      } else if (type == "Pod") {
+        for (const auto& r : resources) {
+          auto total = pod_total.find(r);
+          bool asks = total != pod_total.end() && total->second.sign() > 0;
+          auto mx = max.find(r);
+          auto mn = min.find(r);
+          if (!asks) {
+            // LimitRanger's "maximum ... usage per Pod is N.  No limit is specified".
+            if (mx != max.end() || mn != min.end()) {
+              out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} limits {} per pod, and the API server refuses "
+                                                             "pods that set no {} limit, as this job's do",
+                                                             name, r, r)));
+            }
+            continue;
+          }
+          if (mx != max.end() && total->second > mx->second) {
+            out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per pod, each pod of this job "
+                                                           "asks for {}; {}",
+                                                           name, mx->second.to_string(), r, total->second.to_string(), kRefused)));
+          }
+          if (mn != min.end() && total->second < mn->second) {
+            out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per pod, each pod of this job "
+                                                           "asks for {}; {}",
+                                                           name, mn->second.to_string(), r, total->second.to_string(), kRefused)));
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace gpuctl::ops
