@@ -10,6 +10,8 @@
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
+
+using json = nlohmann::json;
 namespace {
 
 using output::Cell;

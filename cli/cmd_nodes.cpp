@@ -11,6 +11,8 @@
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
+
+using json = nlohmann::json;
 namespace {
 
 struct NodesOptions {

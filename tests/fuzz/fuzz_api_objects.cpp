@@ -12,6 +12,7 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/nesting.hpp"
 
+
 namespace {
 
 using nlohmann::json;

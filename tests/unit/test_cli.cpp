@@ -3,6 +3,7 @@
 #include "app.hpp"
 #include "fakes/cli_harness.hpp"
 
+
 using gpuctl::testing::CliHarness;
 using gpuctl::testing::json_answer;
 using nlohmann::json;

@@ -9,6 +9,8 @@
 #include "gpuctl/ops/drain/drain.hpp"
 #include "test_drain_support.hpp"
 
+using json = nlohmann::json;
+
 using namespace gpuctl;
 using namespace gpuctl::testing::nodeadmin;
 using gpuctl::testing::FakeClient;

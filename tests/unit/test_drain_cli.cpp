@@ -4,6 +4,8 @@
 #include "fakes/cli_harness.hpp"
 #include "test_drain_support.hpp"
 
+using json = nlohmann::json;
+
 using gpuctl::testing::CliHarness;
 using gpuctl::testing::json_answer;
 using namespace gpuctl::testing::nodeadmin;

@@ -16,6 +16,8 @@
 #include "test_drain_support.hpp"
 #include "test_kubeconfig_support.hpp"
 
+using json = nlohmann::json;
+
 using namespace gpuctl;
 using namespace gpuctl::testing::nodeadmin;
 using gpuctl::testing::FakeClient;

@@ -12,6 +12,7 @@
 #include "gpuctl/gpu/probe.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 
+
 using nlohmann::json;
 using namespace gpuctl;
 using testing::cat;

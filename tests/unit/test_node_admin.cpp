@@ -6,6 +6,8 @@
 #include "gpuctl/ops/nodes/node_admin.hpp"
 #include "test_drain_support.hpp"
 
+using json = nlohmann::json;
+
 using namespace gpuctl;
 using namespace gpuctl::testing::nodeadmin;
 using gpuctl::testing::FakeClient;

@@ -4,6 +4,7 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
+
 using nlohmann::json;
 using gpuctl::ops::build_node_inventory;
 

@@ -8,6 +8,7 @@
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/output/yaml.hpp"
 
+
 using nlohmann::json;
 
 TEST_CASE("output::to_yaml quotes strings a YAML reader would turn into other types", "[output]") {

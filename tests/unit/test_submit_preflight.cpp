@@ -6,6 +6,8 @@
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "test_submit_preflight_support.hpp"
 
+using json = nlohmann::json;
+
 using namespace gpuctl;
 using namespace gpuctl::testing::preflight;
 

@@ -5,6 +5,8 @@
 #include "fakes/cli_harness.hpp"
 #include "test_drain_support.hpp"
 
+using json = nlohmann::json;
+
 using gpuctl::testing::CliHarness;
 using namespace gpuctl::testing::nodeadmin;
 

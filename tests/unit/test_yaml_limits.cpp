@@ -14,6 +14,7 @@
 #include "gpuctl/util/nesting.hpp"
 #include "test_kubeconfig_support.hpp"
 
+
 using Catch::Contains;
 using gpuctl::Errc;
 using gpuctl::kube::parse_manifest;

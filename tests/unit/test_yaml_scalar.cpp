@@ -16,6 +16,7 @@
 #include "gpuctl/kube/yaml_scalar.hpp"
 #include "gpuctl/output/yaml.hpp"
 
+
 using nlohmann::json;
 using gpuctl::kube::kubeconfig_plain_scalar;
 using gpuctl::kube::manifest_plain_scalar;

@@ -1,4 +1,5 @@
 #include "gpuctl/kube/scheduling.hpp"
+#include "gpuctl/util/strings.hpp"
 
 #include <charconv>
 #include <cstdint>
@@ -7,6 +8,8 @@
 
 namespace gpuctl::kube {
 namespace {
+
+using util::join;
 
 std::vector<std::string> string_values(const json& requirement) {
   std::vector<std::string> out;
@@ -48,15 +51,6 @@ bool requirement_holds(const json& requirement, const std::optional<std::string>
     return op == "Gt" ? *have > *want : *have < *want;
   }
   return false;  // an unknown operator matches nothing, as upstream's parse error does
-}
-
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out.append(sep);
-    out.append(parts[i]);
-  }
-  return out;
 }
 
 std::string describe_requirement(const json& requirement) {

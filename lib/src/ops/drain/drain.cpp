@@ -20,6 +20,8 @@
 
 namespace gpuctl::ops {
 
+using json = nlohmann::json;
+
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 

@@ -9,8 +9,11 @@
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/util/time.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 
 std::string_view to_string(PodAction action) {
   switch (action) {
@@ -294,7 +297,7 @@ json to_json(const DrainPlan& plan) {
                      {"message", n.message},
                      {"pods", pods}});
   }
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainPlan"}, {"items", items}};
+  return schema_document("DrainPlan", {{"items", items}});
 }
 
 }  // namespace gpuctl::ops

@@ -2,8 +2,11 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/ops/drain/drain.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 json node_result(const NodeDrainResult& r) {
@@ -27,7 +30,7 @@ json to_json(const std::vector<NodeDrainResult>& results, const std::vector<Node
   json items = json::array();
   for (const auto& r : results) items.push_back(node_result(r));
   for (const auto& m : missing) items.push_back({{"node", m.node}, {"result", "failed"}, {"message", missing_message(m)}});
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "DrainResultList"}, {"items", std::move(items)}};
+  return schema_document("DrainResultList", {{"items", std::move(items)}});
 }
 
 json to_json(const std::vector<RollingResult>& results) {
@@ -40,7 +43,7 @@ json to_json(const std::vector<RollingResult>& results) {
     j["uncordon"] = r.uncordon;
     items.push_back(std::move(j));
   }
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "RollingMaintenanceResult"}, {"items", std::move(items)}};
+  return schema_document("RollingMaintenanceResult", {{"items", std::move(items)}});
 }
 
 }  // namespace gpuctl::ops

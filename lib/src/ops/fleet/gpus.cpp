@@ -10,8 +10,11 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 
 NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
   NodeProbe probe;
@@ -245,7 +248,7 @@ json to_json(const GpuView& view) {
   for (const auto& g : view.failures) {
     failures.push_back({{"outcome", g.outcome}, {"message", g.message}, {"count", g.nodes.size()}, {"nodes", g.nodes}});
   }
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUList"}, {"items", items}, {"failures", failures}};
+  return schema_document("GPUList", {{"items", items}, {"failures", failures}});
 }
 
 }  // namespace gpuctl::ops

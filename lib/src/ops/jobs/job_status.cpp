@@ -16,6 +16,8 @@
 #include "gpuctl/util/cancel.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 std::string str(const json& object, const json::json_pointer& ptr) {

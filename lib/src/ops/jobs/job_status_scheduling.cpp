@@ -5,9 +5,12 @@
 #include <fmt/format.h>
 
 #include "gpuctl/ops/jobs/job_status.hpp"
+#include "gpuctl/util/strings.hpp"
 
 namespace gpuctl::ops {
 namespace {
+
+using util::contains;
 
 constexpr std::string_view kAvailable = " nodes are available: ";
 constexpr std::string_view kPredicates = "No nodes are available that match all of the following predicates:";
@@ -99,7 +102,6 @@ std::string taint_of(std::string_view reason) {
   return value.empty() ? std::string(key) : fmt::format("{}={}", key, value);
 }
 
-bool contains(std::string_view s, std::string_view part) { return s.find(part) != std::string_view::npos; }
 
 // "has ..."/"have ..." for the known reasons; nullopt for the ones gpuctl does not know.
 std::optional<std::string> verb_phrase(std::string_view reason, bool one) {

@@ -8,8 +8,11 @@
 
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 using Key = std::pair<std::string, std::string>;  // namespace, name
@@ -145,7 +148,7 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
 json to_json(const JobList& list) {
   json items = json::array();
   for (const auto& j : list.jobs) items.push_back(to_json(j));
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUJobList"}, {"items", items}};
+  return schema_document("GPUJobList", {{"items", items}});
 }
 
 CleanVerdict clean_verdict(const json& job, std::chrono::milliseconds older_than, util::TimePoint now) {

@@ -7,10 +7,17 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/common/conflict_retry.hpp"
+#include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/util/strings.hpp"
 
 namespace gpuctl::ops {
 
+using json = nlohmann::json;
+
 namespace {
+
+using util::join;
 
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
@@ -63,10 +70,6 @@ json taint_list_json(const std::vector<kube::Taint>& taints) {
   json list = json::array();
   for (const auto& t : taints) list.push_back(kube::to_json(t));
   return list;
-}
-
-std::string join(const std::vector<std::string>& parts, std::string_view separator) {
-  return fmt::format("{}", fmt::join(parts, separator));
 }
 
 }  // namespace
@@ -322,44 +325,34 @@ NodeChange apply_node_edit(kube::Client& client, const json& node, const NodePla
   change.node = name;
   change.path = kube::paths::node(name);
   change.content_type = "application/merge-patch+json";
-  for (int attempt = 0;; attempt++) {
-    auto edit = planner(current);
-    if (!edit) return failed_change(name, edit.error());
-    change.summary = edit->summary;
-    if (!edit->changed) {
-      change.outcome = ChangeOutcome::unchanged;
-      change.node_after = current;
-      return change;
+  auto applied = retry_on_conflict(options.max_conflict_retries + 1, change.conflicts, [&](int attempt) -> Result<void> {
+    // After a conflict someone else wrote the node since we read it: plan on what is there now.
+    if (attempt > 0) {
+      GPUCTL_TRY_ASSIGN(current, read_node(client, name));
     }
-    change.patch = edit->patch;
-    if (options.dry_run == DryRun::client) {
-      change.outcome = ChangeOutcome::changed;
+    GPUCTL_TRY_ASSIGN(NodeEdit edit, planner(current));
+    change.summary = edit.summary;
+    if (!edit.changed || options.dry_run == DryRun::client) {
+      change.outcome = edit.changed ? ChangeOutcome::changed : ChangeOutcome::unchanged;
+      if (edit.changed) change.patch = edit.patch;
       change.node_after = current;
-      return change;
+      return {};
     }
+    change.patch = edit.patch;
     kube::WriteOptions write;
     write.dry_run = options.dry_run == DryRun::server;
     write.field_manager = options.field_manager;
-    auto written = client.patch(change.path, kube::PatchType::merge, edit->patch, write);
-    if (written) {
-      change.outcome = ChangeOutcome::changed;
-      change.node_after = std::move(*written);
-      return change;
-    }
-    if (!written.error().is_conflict() || attempt >= options.max_conflict_retries) {
-      Error e = written.error();
-      if (e.is_conflict()) {
-        e.message = fmt::format("node {} kept changing under us ({} conflicts in a row); run the command again", name,
-                                attempt + 1);
-      }
-      return failed_change(name, e);
-    }
-    // Someone else wrote the node since we read it: read it again and plan on what is there now.
-    change.conflicts++;
-    auto fresh = read_node(client, name);
-    if (!fresh) return failed_change(name, fresh.error());
-    current = std::move(*fresh);
+    GPUCTL_TRY_ASSIGN(change.node_after, client.patch(change.path, kube::PatchType::merge, edit.patch, write));
+    change.outcome = ChangeOutcome::changed;
+    return {};
+  });
+  if (applied) return change;
+  Error e = applied.error();
+  if (e.is_conflict()) {
+    e.message = fmt::format("node {} kept changing under us ({} conflicts in a row); run the command again", name,
+                            change.conflicts + 1);
   }
+  return failed_change(name, e);
 }
 
 NodeChange apply_node_edit(kube::Client& client, std::string_view node_name, const NodePlanner& planner,
@@ -468,11 +461,9 @@ json to_json(const std::vector<NodeChange>& changes, std::string_view operation,
                      {"error", c.error ? json(c.error->message) : json(nullptr)}});
   }
   std::string_view mode = dry_run == DryRun::client ? "client" : dry_run == DryRun::server ? "server" : "none";
-  return {{"apiVersion", "gpuctl.io/v1alpha1"},
-          {"kind", "NodeChangeList"},
-          {"operation", operation},
+  return schema_document("NodeChangeList", {{"operation", operation},
           {"dryRun", mode},
-          {"items", items}};
+          {"items", items}});
 }
 
 }  // namespace gpuctl::ops

@@ -10,6 +10,8 @@
 
 namespace gpuctl::ops {
 
+using json = nlohmann::json;
+
 bool tolerates(const json& pod, const kube::Taint& taint) {
   const json* tolerations = nullptr;
   if (pod.contains("spec") && pod["spec"].contains("tolerations")) tolerations = &pod["spec"]["tolerations"];

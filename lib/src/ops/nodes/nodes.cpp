@@ -11,31 +11,13 @@
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/util/time.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
 
-const std::vector<std::string_view>& gpu_product_label_keys() {
-  static const std::vector<std::string_view> keys = {
-      "nvidia.com/gpu.product",            // GPU Feature Discovery / GPU Operator
-      "cloud.google.com/gke-accelerator",  // GKE
-      "k8s.amazonaws.com/accelerator",     // EKS
-      "gpu.nvidia.com/class",              // CoreWeave
-      "skypilot.co/accelerator",           // SkyPilot
-      "accelerator",                       // the convention many admins write by hand
-  };
-  return keys;
-}
+using json = nlohmann::json;
 
 namespace {
-
-bool is_nvidia_resource(std::string_view name) { return name.starts_with(kNvidiaResourcePrefix); }
-
-std::pair<std::string, std::string> product_of(const json& node) {
-  for (auto key : gpu_product_label_keys()) {
-    if (auto value = kube::label_of(node, key); value && !value->empty()) return {*value, std::string(key)};
-  }
-  return {};
-}
 
 std::string label_or_empty(const json& node, std::string_view key) { return kube::label_of(node, key).value_or(""); }
 
@@ -72,16 +54,6 @@ bool is_problem_condition(const kube::NodeCondition& c) {
 }
 
 }  // namespace
-
-bool is_gpu_node(const json& node) {
-  const json& capacity = kube::field_at(node, {"status", "capacity"});
-  if (capacity.is_object()) {
-    for (const auto& [name, value] : capacity.items()) {
-      if (is_nvidia_resource(name)) return true;
-    }
-  }
-  return !product_of(node).first.empty();
-}
 
 NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
                                    bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
@@ -127,7 +99,7 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     info.name = kube::name_of(node);
     info.readiness = kube::node_readiness(node);
     info.schedulable = !kube::node_unschedulable(node);
-    std::tie(info.product, info.product_label) = product_of(node);
+    std::tie(info.product, info.product_label) = gpu_product_of(node);
 
     const json& status = kube::field(node, "status");
     kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
@@ -295,7 +267,7 @@ json to_json(const NodeInventory& inventory) {
                        {"used", p.used},
                        {"free", p.free}});
   }
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUNodeList"}, {"items", items}, {"summary", summary}};
+  return schema_document("GPUNodeList", {{"items", items}, {"summary", summary}});
 }
 
 }  // namespace gpuctl::ops

@@ -13,8 +13,11 @@
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 constexpr std::string_view kRequestsPrefix = "requests.";
@@ -340,8 +343,8 @@ json to_json(const GpuQuotaList& list) {
   }
   json findings = json::array();
   for (const auto& f : list.findings()) findings.push_back(finding_json(f));
-  return {{"apiVersion", "gpuctl.io/v1alpha1"}, {"kind", "GPUQuotaList"}, {"items", items},
-          {"findings", findings}, {"warnings", list.warnings}};
+  return schema_document("GPUQuotaList", {{"items", items},
+          {"findings", findings}, {"warnings", list.warnings}});
 }
 
 }  // namespace gpuctl::ops

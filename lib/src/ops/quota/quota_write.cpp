@@ -13,8 +13,11 @@
 #include "gpuctl/ops/nodes/node_admin.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/quota/quota.hpp"
+#include "gpuctl/ops/common/conflict_retry.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 constexpr int kMaxAttempts = 5;
@@ -140,27 +143,21 @@ Result<ApplyResult> apply_one(kube::Client& client, const json& desired, bool cl
   const std::string ns = kube::namespace_of(desired);
   const std::string name = kube::name_of(desired);
   ApplyResult out;
-  for (int attempt = 0;; ++attempt) {
+  auto applied = retry_on_conflict(kMaxAttempts, out.conflicts, [&](int) -> Result<void> {
+    // Every attempt reads afresh: after a conflict somebody else created or changed the object.
     GPUCTL_TRY_ASSIGN(std::optional<json> existing, get_optional(client, path_of(kind, ns, name)));
     GPUCTL_TRY_ASSIGN(out.plan, plan_managed_object(desired, existing));
     if (client_dry_run || out.plan.action == ApplyAction::unchanged) {
       out.result = out.plan.object;
-      return out;
+      return {};
     }
-    auto written = out.plan.action == ApplyAction::create
-                       ? client.create(path_of(kind, ns, ""), out.plan.object, options)
-                       : client.replace(path_of(kind, ns, name), out.plan.object, options);
-    if (written) {
-      out.result = std::move(*written);
-      return out;
-    }
-    // Somebody else created or changed it in between: read it again and plan again.
-    if (written.error().is_conflict() && attempt + 1 < kMaxAttempts) {
-      ++out.conflicts;
-      continue;
-    }
-    return fail(written.error().with_context(fmt::format("{} {}/{}", lowercase(kind), ns, name)));
-  }
+    GPUCTL_TRY_ASSIGN(out.result, out.plan.action == ApplyAction::create
+                                      ? client.create(path_of(kind, ns, ""), out.plan.object, options)
+                                      : client.replace(path_of(kind, ns, name), out.plan.object, options));
+    return {};
+  });
+  if (!applied) return fail(applied.error().with_context(fmt::format("{} {}/{}", lowercase(kind), ns, name)));
+  return out;
 }
 
 }  // namespace
@@ -434,31 +431,22 @@ Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_na
       continue;
     }
     const std::string path = kube::paths::resource_quota(item.plan.namespace_name, item.plan.quota);
-    for (int attempt = 0;; ++attempt) {
-      auto written = client.replace(path, item.plan.object, options);
-      if (written) {
-        item.result = std::move(*written);
-        break;
+    auto fixed = retry_on_conflict(kMaxAttempts, item.conflicts, [&](int attempt) -> Result<void> {
+      if (attempt > 0) {
+        // Changed since the list: read it again and plan again (it may need no fix any more).
+        GPUCTL_TRY_ASSIGN(json fresh, client.get(path));
+        auto again = plan_quota_fix(fresh);
+        if (!again) {
+          item.result = std::move(fresh);
+          item.plan.changes = {"already fixed by someone else"};
+          return {};
+        }
+        item.plan = std::move(*again);
       }
-      if (!written.error().is_conflict() || attempt + 1 >= kMaxAttempts) {
-        item.error = written.error();
-        break;
-      }
-      // Changed since the list: read it again and plan again (it may need no fix any more).
-      ++item.conflicts;
-      auto fresh = client.get(path);
-      if (!fresh) {
-        item.error = fresh.error();
-        break;
-      }
-      auto again = plan_quota_fix(*fresh);
-      if (!again) {
-        item.result = std::move(*fresh);
-        item.plan.changes = {"already fixed by someone else"};
-        break;
-      }
-      item.plan = std::move(*again);
-    }
+      GPUCTL_TRY_ASSIGN(item.result, client.replace(path, item.plan.object, options));
+      return {};
+    });
+    if (!fixed) item.error = fixed.error();
     out.items.push_back(std::move(item));
   }
   return out;

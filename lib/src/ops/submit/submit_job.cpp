@@ -10,6 +10,8 @@
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 auto usage(std::string message) { return fail(Errc::invalid_argument, std::move(message)); }

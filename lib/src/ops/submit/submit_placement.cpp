@@ -8,6 +8,8 @@
 #include "gpuctl/ops/submit/submit.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 // "NVIDIA-A100-SXM4-80GB" -> "nvidiaa100sxm480gb": people type products in many spellings.

@@ -9,9 +9,12 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 #include "submit_preflight_internal.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace preflight_detail {
 
 const json& pod_template(const json& job) { return field(field(job, "spec"), "template"); }
@@ -48,15 +51,6 @@ std::string amount(std::int64_t n, std::string_view resource) {
 
 std::string count_of(std::int64_t n, std::string_view singular, std::string_view plural) {
   return fmt::format("{} {}", n, n == 1 ? singular : plural);
-}
-
-std::string join(const std::vector<std::string>& parts, std::string_view sep) {
-  std::string out;
-  for (std::size_t i = 0; i < parts.size(); ++i) {
-    if (i > 0) out.append(sep);
-    out.append(parts[i]);
-  }
-  return out;
 }
 
 PreflightFinding refusal(std::string_view check, std::string message) {
@@ -189,10 +183,8 @@ json to_json(const std::vector<PreflightFinding>& findings) {
   for (const auto& f : findings) {
     list.push_back({{"check", f.check}, {"severity", std::string(to_string(f.severity))}, {"message", f.message}});
   }
-  return json{{"apiVersion", "gpuctl.io/v1alpha1"},
-              {"kind", "PreflightReport"},
-              {"refused", has_refusal(findings)},
-              {"findings", std::move(list)}};
+  return schema_document("PreflightReport", {{"refused", has_refusal(findings)},
+              {"findings", std::move(list)}});
 }
 
 }  // namespace gpuctl::ops

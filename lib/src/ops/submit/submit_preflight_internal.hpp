@@ -10,31 +10,32 @@
 
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
+#include "gpuctl/util/strings.hpp"
 
 namespace gpuctl::ops::preflight_detail {
 
 using kube::field;
 using kube::string_field;
+using util::join;
 
 // job.spec.template (with metadata and spec) and job.spec.template.spec.
-const json& pod_template(const json& job);
-const json& pod_spec(const json& job);
+const nlohmann::json& pod_template(const nlohmann::json& job);
+const nlohmann::json& pod_spec(const nlohmann::json& job);
 // metadata.namespace of the job, "default" when unset.
-std::string job_namespace(const json& job);
+std::string job_namespace(const nlohmann::json& job);
 
 // How many of the job's pods run at once: min(parallelism (default 1), completions when set);
 // 0 when `honour_suspend` and the job is suspended.
-std::int64_t concurrent_pods(const json& job, bool honour_suspend);
+std::int64_t concurrent_pods(const nlohmann::json& job, bool honour_suspend);
 
 // The per-pod nvidia.com/* requests of the template (kube::pod_requests), nvidia.com/gpu first,
 // then by name; zero requests left out.
-std::vector<std::pair<std::string, std::int64_t>> nvidia_requests(const json& job);
+std::vector<std::pair<std::string, std::int64_t>> nvidia_requests(const nlohmann::json& job);
 
 // "8 GPUs", "1 GPU", "2 nvidia.com/mig-1g.10gb".
 std::string amount(std::int64_t n, std::string_view resource);
 // "3 nodes", "1 node".
 std::string count_of(std::int64_t n, std::string_view singular, std::string_view plural);
-std::string join(const std::vector<std::string>& parts, std::string_view sep);
 
 PreflightFinding refusal(std::string_view check, std::string message);
 PreflightFinding warning(std::string_view check, std::string message);

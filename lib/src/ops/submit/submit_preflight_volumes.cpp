@@ -9,6 +9,8 @@
 #include "submit_preflight_internal.hpp"
 
 namespace gpuctl::ops {
+
+using json = nlohmann::json;
 namespace {
 
 using namespace preflight_detail;

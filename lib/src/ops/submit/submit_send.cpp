@@ -10,6 +10,8 @@
 
 namespace gpuctl::ops {
 
+using json = nlohmann::json;
+
 Result<json> send_job(kube::Client& client, const json& job, bool server_dry_run) {
   const std::string ns = kube::namespace_of(job);
   const std::string name = kube::name_of(job);

@@ -28,8 +28,6 @@ class Client;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 // ---- Filters ----------------------------------------------------------------------------------
 
 // kubectl's drain flags that decide which pods may go.
@@ -64,25 +62,25 @@ struct PodFacts {
 };
 
 // One filter: nullopt lets the pod through to the next filter; a verdict ends the chain.
-using PodFilter = std::optional<PodVerdict> (*)(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
+using PodFilter = std::optional<PodVerdict> (*)(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 
-std::optional<PodVerdict> filter_long_deleted(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_daemonset(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_mirror(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_local_storage(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_unmanaged(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_non_gpu(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_long_deleted(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_daemonset(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_mirror(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_local_storage(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_unmanaged(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_non_gpu(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 
 // kubectl's order, then --gpu-pods-only.
 const std::vector<PodFilter>& drain_filters();
 // Runs the chain: the first verdict, else evict (with reason "finished" for Succeeded/Failed).
-PodVerdict classify_pod(const json& pod, const DrainPolicy& policy, const PodFacts& facts);
+PodVerdict classify_pod(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 
 // The controlling owner reference, or null.
-json controller_of(const json& pod);
+nlohmann::json controller_of(const nlohmann::json& pod);
 // Requests any nvidia.com/* resource; the count of nvidia.com/gpu.
-bool requests_gpus(const json& pod);
-std::int64_t gpu_request(const json& pod);
+bool requests_gpus(const nlohmann::json& pod);
+std::int64_t gpu_request(const nlohmann::json& pod);
 
 // ---- PodDisruptionBudgets ---------------------------------------------------------------------
 
@@ -95,14 +93,14 @@ struct PdbBudget {
   std::int64_t expected_pods = 0;
   bool observed = true;  // status.observedGeneration >= metadata.generation
 };
-PdbBudget pdb_budget(const json& pdb);
+PdbBudget pdb_budget(const nlohmann::json& pdb);
 // "pdb train/ddp-pdb allows 0 disruptions, needs 4 healthy, has 4"
 std::string describe_budget(const PdbBudget& budget);
 // Does this label selector (matchLabels + matchExpressions) select these labels? An empty or
 // null selector selects nothing, as the eviction API treats PDBs.
-bool selector_matches(const json& selector, const json& labels);
+bool selector_matches(const nlohmann::json& selector, const nlohmann::json& labels);
 // The PDBs (of any namespace in `pdbs`) that govern this pod: same namespace, selector matches.
-std::vector<const json*> pdbs_for_pod(const json& pod, const std::vector<json>& pdbs);
+std::vector<const nlohmann::json*> pdbs_for_pod(const nlohmann::json& pod, const std::vector<nlohmann::json>& pdbs);
 
 // ---- The plan (--dry-run) ---------------------------------------------------------------------
 
@@ -135,9 +133,9 @@ struct DrainPlan {
 };
 
 struct PlanInputs {
-  std::vector<json> nodes;                                   // the nodes to drain
-  std::vector<std::vector<json>> pods;                       // pods on each, same order
-  std::vector<json> pdbs;                                    // every PDB
+  std::vector<nlohmann::json> nodes;                                   // the nodes to drain
+  std::vector<std::vector<nlohmann::json>> pods;                       // pods on each, same order
+  std::vector<nlohmann::json> pdbs;                                    // every PDB
   std::optional<NodeInventory> inventory;                    // for room elsewhere; nullopt: not checked
   std::vector<std::pair<std::string, std::string>> missing_daemonsets;  // (ns, name) that do not exist
 };
@@ -146,10 +144,10 @@ struct PlanInputs {
 DrainPlan build_drain_plan(const PlanInputs& inputs, const DrainPolicy& policy,
                            std::chrono::system_clock::time_point now);
 // Reads nodes' pods, PDBs, DaemonSets and the GPU inventory; writes nothing.
-Result<DrainPlan> plan_drain(kube::Client& client, const std::vector<json>& nodes, const DrainPolicy& policy,
+Result<DrainPlan> plan_drain(kube::Client& client, const std::vector<nlohmann::json>& nodes, const DrainPolicy& policy,
                              const std::string& pod_selector);
 // gpuctl's schema: apiVersion gpuctl.io/v1alpha1, kind DrainPlan.
-json to_json(const DrainPlan& plan);
+nlohmann::json to_json(const DrainPlan& plan);
 
 // ---- Carrying out a drain -----------------------------------------------------------------------
 
@@ -205,11 +203,11 @@ struct NodeDrainResult {
 Result<bool> eviction_supported(kube::Client& client);
 
 // Cordons, evicts and waits. Never throws; failures are in the result.
-NodeDrainResult drain_node(kube::Client& client, const json& node, const DrainOptions& options);
+NodeDrainResult drain_node(kube::Client& client, const nlohmann::json& node, const DrainOptions& options);
 
 // Drains nodes, at most `max_concurrent` at once (threads), in the given order. Once
 // interrupted, the nodes not started yet are results with outcome interrupted and cordon "-".
-std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector<json>& nodes,
+std::vector<NodeDrainResult> drain_nodes(kube::Client& client, const std::vector<nlohmann::json>& nodes,
                                          const DrainOptions& options, int max_concurrent);
 
 // ---- Rolling maintenance ------------------------------------------------------------------------
@@ -235,7 +233,7 @@ struct RollingResult {
   bool interrupted = false;  // Ctrl-C or SIGTERM stopped this node's maintenance part-way
 };
 
-std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<json>& nodes,
+std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<nlohmann::json>& nodes,
                                                const RollingOptions& options);
 
 // ---- Schemas (-o json|yaml) ---------------------------------------------------------------------
@@ -244,8 +242,8 @@ std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::
 std::string_view rolling_result(const RollingResult& r);
 // apiVersion gpuctl.io/v1alpha1, kind DrainResultList: one item per node drained, then one per
 // node that could not be read (result "failed", the reason in message).
-json to_json(const std::vector<NodeDrainResult>& results, const std::vector<NodeChange>& missing);
+nlohmann::json to_json(const std::vector<NodeDrainResult>& results, const std::vector<NodeChange>& missing);
 // kind RollingMaintenanceResult: each node's drain fields plus rollingResult, exec, ready, uncordon.
-json to_json(const std::vector<RollingResult>& results);
+nlohmann::json to_json(const std::vector<RollingResult>& results);
 
 }  // namespace gpuctl::ops

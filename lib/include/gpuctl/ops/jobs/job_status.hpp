@@ -22,8 +22,6 @@ class Client;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 enum class JobPhase { pending, running, succeeded, failed, suspended };
 // "Pending", "Running", "Succeeded", "Failed", "Suspended".
 std::string_view to_string(JobPhase phase);
@@ -84,16 +82,16 @@ struct JobSummary {
 };
 
 // True when the pod template (spec.template) requests any nvidia.com/* resource.
-bool job_requests_gpu(const json& job);
+bool job_requests_gpu(const nlohmann::json& job);
 
 // Pure: from the Job, its pods (label batch.kubernetes.io/job-name / controller-uid) and the
 // events about the job and its pods (other events are ignored, so a namespace's events may be
 // passed whole). `now` fixes ages and running durations.
-JobSummary summarize_job(const json& job, const std::vector<json>& pods, const std::vector<json>& events,
+JobSummary summarize_job(const nlohmann::json& job, const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& events,
                          util::TimePoint now);
 
 // The label selector of a Job's pods: spec.selector.matchLabels, else job-name=<name>.
-std::string job_pod_selector(const json& job);
+std::string job_pod_selector(const nlohmann::json& job);
 
 // GETs the Job, lists its pods and the events about the Job, and summarizes. A Job that does not
 // exist is the API's NotFound error with a message naming the job.
@@ -118,6 +116,6 @@ struct JobWaitOptions {
 Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name, const JobWaitOptions& options);
 
 // One item of gpuctl's GPUJobList schema (see ops/jobs.hpp).
-json to_json(const JobSummary& summary);
+nlohmann::json to_json(const JobSummary& summary);
 
 }  // namespace gpuctl::ops

@@ -33,7 +33,7 @@ struct JobList {
 // Pure: summaries of `jobs`, each with the pods it owns (ownerReferences uid, else the job-name
 // label) and the events about it. Jobs whose template requests no nvidia.com/* resource are left
 // out unless include_non_gpu_jobs.
-JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& pods, const std::vector<json>& events,
+JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& events,
                        bool include_non_gpu_jobs, util::TimePoint now);
 
 // Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list.
@@ -41,7 +41,7 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
 
 // gpuctl's stable output schema: apiVersion gpuctl.io/v1alpha1, kind GPUJobList, items as
 // to_json(JobSummary).
-json to_json(const JobList& list);
+nlohmann::json to_json(const JobList& list);
 
 // --- jobs clean ---
 
@@ -55,7 +55,7 @@ struct CleanVerdict {
 // Pure: a finished Job (Complete or Failed condition) is removed when its finish time
 // (status.completionTime, else the condition's lastTransitionTime) is older than `older_than`;
 // older_than 0 removes every finished Job. A finished Job with no finish time counts as old.
-CleanVerdict clean_verdict(const json& job, std::chrono::milliseconds older_than, util::TimePoint now);
+CleanVerdict clean_verdict(const nlohmann::json& job, std::chrono::milliseconds older_than, util::TimePoint now);
 
 struct CleanTarget {
   std::string namespace_name, name, uid;
@@ -71,7 +71,7 @@ struct CleanPlan {
 
 // Pure: which of `jobs` go, in namespace/name order. Jobs that request no nvidia.com/* resource
 // are neither removed nor kept (left out) unless include_non_gpu_jobs.
-CleanPlan plan_job_clean(const std::vector<json>& jobs, std::chrono::milliseconds older_than, bool include_non_gpu_jobs,
+CleanPlan plan_job_clean(const std::vector<nlohmann::json>& jobs, std::chrono::milliseconds older_than, bool include_non_gpu_jobs,
                          util::TimePoint now);
 
 // Lists the Jobs in scope (namespace or all, label selector, GPU filter as in `gpuctl jobs`) and
@@ -83,7 +83,7 @@ Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions&
 // uid precondition (so a new Job of the same name is never deleted by mistake), and with dry_run
 // "dryRun": ["All"]. The API server reads DELETE options from the body alone when there is one
 // (query parameters such as ?dryRun=All are then ignored), so the dry run must be in the body.
-json job_delete_options(const CleanTarget& target, bool dry_run = false);
+nlohmann::json job_delete_options(const CleanTarget& target, bool dry_run = false);
 
 struct CleanOutcome {
   CleanTarget target;

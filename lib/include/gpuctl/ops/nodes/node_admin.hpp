@@ -23,8 +23,6 @@ class Client;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 // ---- Validation by Kubernetes' own rules (apimachinery validation) ---------------------------
 
 // A qualified name: an optional DNS-subdomain prefix (<= 253) and "/", then a name of <= 63
@@ -62,15 +60,15 @@ bool looks_like_label_spec(std::string_view text);  // contains '=' or ends in '
 struct NodeEdit {
   bool changed = false;
   std::string summary;  // "added dedicated=ml:NoSchedule", "already cordoned", ...
-  json patch;           // null when !changed
+  nlohmann::json patch;           // null when !changed
 };
-using NodePlanner = std::function<Result<NodeEdit>(const json& node)>;
+using NodePlanner = std::function<Result<NodeEdit>(const nlohmann::json& node)>;
 
 // Pure planners. Each returns invalid_argument for a request the node's state refuses (an
 // existing taint key with another value or effect without overwrite, a label that exists).
-Result<NodeEdit> plan_taints(const json& node, const std::vector<TaintSpec>& specs, bool overwrite,
+Result<NodeEdit> plan_taints(const nlohmann::json& node, const std::vector<TaintSpec>& specs, bool overwrite,
                              std::string_view time_added);
-Result<NodeEdit> plan_labels(const json& node, const std::vector<LabelSpec>& specs, bool overwrite);
+Result<NodeEdit> plan_labels(const nlohmann::json& node, const std::vector<LabelSpec>& specs, bool overwrite);
 
 struct CordonRequest {
   bool cordon = true;  // false: uncordon, which also clears gpuctl's cordon record
@@ -78,16 +76,16 @@ struct CordonRequest {
   std::string by;      // who, as the API server knows the caller
   std::string at;      // RFC 3339
 };
-Result<NodeEdit> plan_cordon(const json& node, const CordonRequest& request);
+Result<NodeEdit> plan_cordon(const nlohmann::json& node, const CordonRequest& request);
 
 // Pods on a node that a new NoSchedule/NoExecute taint would not be tolerated by: NoSchedule
 // keeps them running but could not have placed them; NoExecute evicts them.
-bool tolerates(const json& pod, const kube::Taint& taint);
-std::vector<std::string> pods_not_tolerating(const std::vector<json>& pods, const kube::Taint& taint);
+bool tolerates(const nlohmann::json& pod, const kube::Taint& taint);
+std::vector<std::string> pods_not_tolerating(const std::vector<nlohmann::json>& pods, const kube::Taint& taint);
 
 // The non-terminal pods bound to each of these nodes: one list per node for a few nodes, one
 // cluster-wide list of bound pods for many (a fixed number of requests either way).
-Result<std::map<std::string, std::vector<json>>> pods_on_nodes(kube::Client& client,
+Result<std::map<std::string, std::vector<nlohmann::json>>> pods_on_nodes(kube::Client& client,
                                                                const std::vector<std::string>& nodes);
 
 // The pre-flight of adding taints: for NoSchedule, a warning naming the running pods that do not
@@ -97,7 +95,7 @@ struct TaintImpact {
   std::vector<std::string> warnings;
   std::vector<std::string> refusals;
 };
-TaintImpact taint_impact(const std::map<std::string, std::vector<json>>& pods_by_node, const std::vector<TaintSpec>& specs,
+TaintImpact taint_impact(const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node, const std::vector<TaintSpec>& specs,
                          bool evict_allowed);
 
 // ---- Applying edits ---------------------------------------------------------------------------
@@ -109,11 +107,11 @@ struct NodeChange {
   std::string node;
   ChangeOutcome outcome = ChangeOutcome::failed;
   std::string summary;
-  json patch;                  // what was (or, in a dry run, would be) sent; null if nothing
+  nlohmann::json patch;                  // what was (or, in a dry run, would be) sent; null if nothing
   std::string path;            // where it goes (PATCH), for dry-run output
   std::string content_type;    // of the patch
   std::optional<Error> error;  // set when outcome is failed
-  json node_after;             // the node as the server returned it (or as read, if unchanged)
+  nlohmann::json node_after;             // the node as the server returned it (or as read, if unchanged)
   int conflicts = 0;           // 409s that made us read and plan again
 };
 
@@ -126,7 +124,7 @@ struct ApplyOptions {
 
 // Plans against `node` and writes the patch; on 409 re-reads the node and plans again, up to
 // max_conflict_retries times. A client dry run sends nothing.
-NodeChange apply_node_edit(kube::Client& client, const json& node, const NodePlanner& planner,
+NodeChange apply_node_edit(kube::Client& client, const nlohmann::json& node, const NodePlanner& planner,
                            const ApplyOptions& options);
 // The same, reading the node by name first (a 404 is a failed change naming the node).
 NodeChange apply_node_edit(kube::Client& client, std::string_view node_name, const NodePlanner& planner,
@@ -146,13 +144,13 @@ Result<void> validate_selection(const NodeSelection& selection);
 // The nodes a selection means. By names: one GET per name, and a name that does not exist is
 // reported in `missing` (the others go on). By selector or GPU nodes: one paginated list.
 struct SelectedNodes {
-  std::vector<json> nodes;
+  std::vector<nlohmann::json> nodes;
   std::vector<NodeChange> missing;  // failed changes for names that could not be read
 };
 Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& selection);
 
 // gpuctl's output schema for a set of changes: apiVersion gpuctl.io/v1alpha1, kind
 // NodeChangeList, operation ("taint", "label", "cordon", "uncordon"), dryRun, items.
-json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run);
+nlohmann::json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run);
 
 }  // namespace gpuctl::ops

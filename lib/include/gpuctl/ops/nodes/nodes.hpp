@@ -15,31 +15,13 @@
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/quantity.hpp"
+#include "gpuctl/ops/common/gpu_vocabulary.hpp"
 
 namespace gpuctl::kube {
 class Client;
 }
 
 namespace gpuctl::ops {
-
-using json = nlohmann::json;
-
-// The extended resource every count refers to; MIG and shared variants are listed apart.
-inline constexpr std::string_view kGpuResource = "nvidia.com/gpu";
-inline constexpr std::string_view kNvidiaResourcePrefix = "nvidia.com/";
-
-// Annotations gpuctl writes on cordon (`--reason`) and clears on uncordon.
-inline constexpr std::string_view kCordonReasonAnnotation = "gpuctl.io/cordon-reason";
-inline constexpr std::string_view kCordonByAnnotation = "gpuctl.io/cordoned-by";
-inline constexpr std::string_view kCordonAtAnnotation = "gpuctl.io/cordoned-at";
-
-// Label keys that name a node's GPU product, in the order they are consulted. Clusters use
-// different schemes: GPU Feature Discovery, GKE, EKS, CoreWeave, SkyPilot, hand-made ones.
-const std::vector<std::string_view>& gpu_product_label_keys();
-
-// A node is a GPU node when it advertises any nvidia.com/* resource in capacity, or carries a
-// GPU product label.
-bool is_gpu_node(const json& node);
 
 struct ResourceCount {
   std::string name;  // e.g. "nvidia.com/mig-1g.5gb"
@@ -109,7 +91,7 @@ struct NodeInventoryOptions {
 };
 
 // Pure: the inventory from node and pod objects. `now` fixes the ages.
-NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
+NodeInventory build_node_inventory(const std::vector<nlohmann::json>& nodes, const std::vector<nlohmann::json>& pods,
                                    bool include_non_gpu_nodes, std::chrono::system_clock::time_point now);
 
 // Lists nodes and non-terminal bound pods (two paginated lists) and builds the inventory.
@@ -121,6 +103,6 @@ const std::vector<std::string_view>& node_sort_keys();
 Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key);
 
 // gpuctl's stable output schema (apiVersion gpuctl.io/v1alpha1, kind GPUNodeList).
-json to_json(const NodeInventory& inventory);
+nlohmann::json to_json(const NodeInventory& inventory);
 
 }  // namespace gpuctl::ops

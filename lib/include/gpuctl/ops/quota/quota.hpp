@@ -29,8 +29,6 @@ struct WriteOptions;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 // The objects gpuctl owns in a namespace; it never writes or deletes objects of other names.
 inline constexpr std::string_view kGpuQuotaName = "gpuctl-gpu-quota";
 inline constexpr std::string_view kGpuLimitRangeName = "gpuctl-gpu-limits";
@@ -61,7 +59,7 @@ struct QuotaFinding {
 };
 
 // The policy, as data: every non-`requests.` key for an nvidia.com/* resource in spec.hard.
-std::vector<QuotaFinding> check_quota_keys(const json& quota);
+std::vector<QuotaFinding> check_quota_keys(const nlohmann::json& quota);
 
 // ---- The view -----------------------------------------------------------------------------
 
@@ -129,11 +127,11 @@ struct GpuQuotaList {
 };
 
 struct QuotaViewInput {
-  std::vector<json> quotas;
-  std::vector<json> limit_ranges;
-  std::vector<json> pods;
-  std::vector<json> events;
-  std::vector<json> jobs;  // to drop held-back entries of jobs that are gone, finished or running
+  std::vector<nlohmann::json> quotas;
+  std::vector<nlohmann::json> limit_ranges;
+  std::vector<nlohmann::json> pods;
+  std::vector<nlohmann::json> events;
+  std::vector<nlohmann::json> jobs;  // to drop held-back entries of jobs that are gone, finished or running
   bool jobs_listed = true;  // false: `jobs` could not be read; Job entries are kept unfiltered
   // When set, these namespaces are always shown (-n NS), even with no GPU quota or usage.
   std::vector<std::string> always_show;
@@ -158,7 +156,7 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
 
 // The stable schema: {"apiVersion": "gpuctl.io/v1alpha1", "kind": "GPUQuotaList", "items": [...],
 // "findings": [...], "warnings": [...]}.
-json to_json(const GpuQuotaList& list);
+nlohmann::json to_json(const GpuQuotaList& list);
 
 // ---- set: the objects gpuctl owns ---------------------------------------------------------
 
@@ -180,12 +178,12 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
 std::string namespace_name_problem(std::string_view name);
 
 // The ResourceQuota gpuctl-gpu-quota: labelled managed-by=gpuctl, spec.hard requests.* only.
-json build_gpu_quota(const QuotaSpec& spec);
+nlohmann::json build_gpu_quota(const QuotaSpec& spec);
 // The LimitRange gpuctl-gpu-limits (spec.max_per_pod must be set): type Container and type Pod
 // max nvidia.com/gpu = M. Type Container also defaults nvidia.com/gpu to 0 (default and
 // defaultRequest): LimitRanger refuses any container or pod without a limit for a resource that
 // has a max ("No limit is specified"), which would otherwise refuse every CPU-only pod.
-json build_gpu_limit_range(const QuotaSpec& spec);
+nlohmann::json build_gpu_limit_range(const QuotaSpec& spec);
 
 enum class ApplyAction { create, update, unchanged };
 std::string_view to_string(ApplyAction action);  // "created", "configured", "unchanged"
@@ -198,14 +196,14 @@ struct ObjectPlan {
   ApplyAction action = ApplyAction::unchanged;
   // create: the desired object; update: the existing object with the desired spec, labels added,
   // and its resourceVersion (a replace that loses no concurrent update); unchanged: existing.
-  json object;
+  nlohmann::json object;
   std::string summary;  // "requests.nvidia.com/gpu 4 -> 2"; "" for create/unchanged
 };
 
 // Pure: compare `desired` (from a build_* function) with `existing` (nullopt: not found). An
 // existing object of the same name that gpuctl did not create is refused (Errc::invalid_argument).
 // Only spec and gpuctl's label are compared, quantities by value ("1" equals "1000m").
-Result<ObjectPlan> plan_managed_object(const json& desired, const std::optional<json>& existing);
+Result<ObjectPlan> plan_managed_object(const nlohmann::json& desired, const std::optional<nlohmann::json>& existing);
 
 // A new hard value below current use: the sentence that warns about it, or nullopt.
 // used: status.used of the existing quota, or the namespace's pod requests when not counted.
@@ -213,7 +211,7 @@ std::vector<std::string> below_use_warnings(const QuotaSpec& spec, const std::ma
 
 struct ApplyResult {
   ObjectPlan plan;
-  json result;  // the server's answer (or the planned object for a client dry run)
+  nlohmann::json result;  // the server's answer (or the planned object for a client dry run)
   int conflicts = 0;
 };
 
@@ -235,15 +233,15 @@ struct FixPlan {
   // The quota as read, keys rewritten to requests.<resource>, resourceVersion kept, status and
   // managedFields dropped. When the requests. key exists too (or several ineffective keys name
   // one resource), the smallest value is kept: the strictest limit the author wrote.
-  json object;
+  nlohmann::json object;
   std::vector<std::string> changes;  // "nvidia.com/gpu=1 -> requests.nvidia.com/gpu=1"
 };
 // nullopt when the quota has no ineffective keys.
-std::optional<FixPlan> plan_quota_fix(const json& quota);
+std::optional<FixPlan> plan_quota_fix(const nlohmann::json& quota);
 
 struct FixItem {
   FixPlan plan;
-  json result;
+  nlohmann::json result;
   std::optional<Error> error;
   int conflicts = 0;
 };

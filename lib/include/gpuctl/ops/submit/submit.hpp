@@ -32,8 +32,6 @@ class Client;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 inline constexpr std::int64_t kDefaultBackoffLimit = 2;
 inline constexpr std::int64_t kDefaultTtlAfterFinishedSeconds = 7 * 24 * 3600;  // a week to read a failure
 inline constexpr std::string_view kSubmitContainerName = "main";
@@ -87,7 +85,7 @@ struct SubmitSpec {
   std::optional<std::int64_t> active_deadline_seconds;
   std::string priority_class;
   std::map<std::string, std::string> labels, annotations;
-  json colocate_selector;  // a metav1.LabelSelector, null when not given
+  nlohmann::json colocate_selector;  // a metav1.LabelSelector, null when not given
   std::string colocate_topology = std::string(kDefaultColocateTopology);
   bool count_disruptions = false;
   bool from_manifest = false;
@@ -100,10 +98,10 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& flags);
 
 // A -f manifest's values, checked as the flags that set them are checked (GPU counts as --gpus,
 // CPU and memory as --cpu/--memory, labels as --label, ...); invalid_argument names the field.
-Result<void> check_manifest_values(const json& job);
+Result<void> check_manifest_values(const nlohmann::json& job);
 // Everything about a -f manifest that needs no cluster: a batch/v1 Job, every field gpuctl reads
 // of the right type, check_manifest_values. complete_job runs it too.
-Result<void> check_manifest(const json& manifest, std::string_view source);
+Result<void> check_manifest(const nlohmann::json& manifest, std::string_view source);
 
 // Where GPU jobs of a type may go, read from the nodes.
 struct GpuPlacement {
@@ -118,21 +116,21 @@ struct GpuPlacement {
   // The NoSchedule/NoExecute taints every schedulable node of a matched product carries (so they
   // mark the pool, not one node's trouble), without the node lifecycle taints.
   std::vector<kube::Taint> pool_taints;
-  std::vector<json> tolerations;  // one per pool taint
+  std::vector<nlohmann::json> tolerations;  // one per pool taint
 };
 
 // Pure. `gpu_type` matches a product exactly, else case- and punctuation-insensitively ("a100"
 // matches NVIDIA-A100-SXM4-80GB and nvidia-tesla-a100); every product it matches is allowed.
-GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type,
+GpuPlacement derive_gpu_placement(const std::vector<nlohmann::json>& nodes, std::string_view gpu_type,
                                   std::string_view resource = "nvidia.com/gpu");
 
 // The nvidia.com/* resource a Job's pods request ("nvidia.com/gpu" first, then the first other
 // one), or "" when they request none.
-std::string requested_gpu_resource(const json& job);
+std::string requested_gpu_resource(const nlohmann::json& job);
 
 // The Job, and what gpuctl added or changed, for the person submitting it.
 struct BuiltJob {
-  json job;
+  nlohmann::json job;
   std::vector<std::string> notes;     // defaults applied ("tolerates nvidia.com/gpu:NoSchedule ...")
   std::vector<std::string> warnings;  // likely mistakes that are not errors (no GPU request, ...)
 };
@@ -144,7 +142,7 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
 // (--backoff-limit, --gpu-type, --label, ...) override the manifest. `namespace_name` is the one
 // from -n or the context; a manifest naming another namespace is an error unless -n names it.
 // `explicit_namespace` tells whether -n was given.
-Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
+Result<BuiltJob> complete_job(nlohmann::json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
                               const std::string& namespace_name, bool explicit_namespace,
                               std::string_view source);
 
@@ -152,6 +150,6 @@ Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPl
 // dropped). With `server_dry_run`, dryRun=All, and a Pod built from the template is dry-run too,
 // since quota and LimitRange admission only look at pods; a refusal of that pod is an error that
 // says so (with the quota's numbers when it is a quota). Returns the Job the server answered with.
-Result<json> send_job(kube::Client& client, const json& job, bool server_dry_run);
+Result<nlohmann::json> send_job(kube::Client& client, const nlohmann::json& job, bool server_dry_run);
 
 }  // namespace gpuctl::ops

@@ -22,16 +22,14 @@ class Client;
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-
 struct PreflightInput {
-  json job;                       // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity, tolerations, resources, volumes)
-  std::vector<json> nodes;        // every node
-  std::vector<json> pods;         // non-terminal pods bound to nodes, all namespaces (for free GPUs now)
-  std::vector<json> quotas;       // ResourceQuotas of the job's namespace
-  std::vector<json> limit_ranges; // LimitRanges of the job's namespace
-  std::map<std::string, json> claims;          // PVCs named by the template's volumes that exist, by name
-  std::map<std::string, json> storage_classes; // storage classes of those claims, by name (for WaitForFirstConsumer)
+  nlohmann::json job;                       // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity, tolerations, resources, volumes)
+  std::vector<nlohmann::json> nodes;        // every node
+  std::vector<nlohmann::json> pods;         // non-terminal pods bound to nodes, all namespaces (for free GPUs now)
+  std::vector<nlohmann::json> quotas;       // ResourceQuotas of the job's namespace
+  std::vector<nlohmann::json> limit_ranges; // LimitRanges of the job's namespace
+  std::map<std::string, nlohmann::json> claims;          // PVCs named by the template's volumes that exist, by name
+  std::map<std::string, nlohmann::json> storage_classes; // storage classes of those claims, by name (for WaitForFirstConsumer)
   // Storage classes that exist or may exist but could not be read (403): no refusal rests on them.
   std::set<std::string> unreadable_storage_classes;
   // False when the cluster-wide pod list was forbidden: gpu-free-now and the claim-in-use
@@ -95,15 +93,15 @@ std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input);
 // storage classes (NotFound = absent, 403 = unreadable_storage_classes, other errors fail).
 // `known_nodes`: the nodes the caller already listed (submit reads them to place the job), so
 // thousands of nodes are not listed twice.
-Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job,
-                                               const std::vector<json>* known_nodes = nullptr);
+Result<PreflightInput> collect_preflight_input(kube::Client& client, const nlohmann::json& job,
+                                               const std::vector<nlohmann::json>* known_nodes = nullptr);
 
 // The Pod the job's first pod would be, for POST pods?dryRun=All: apiVersion v1, kind Pod,
 // template metadata (labels, annotations) and spec, metadata.generateName "<job>-", the job's
 // namespace, plus the labels the Job controller adds (batch.kubernetes.io/job-name, job-name;
 // for Indexed jobs batch.kubernetes.io/job-completion-index "0" as label and annotation) so
 // LimitRange/quota/admission see the same pod.
-json pod_from_job_template(const json& job);
+nlohmann::json pod_from_job_template(const nlohmann::json& job);
 
 // Everything `gpuctl submit` decides before it writes anything.
 struct SubmitPlan {
@@ -113,11 +111,11 @@ struct SubmitPlan {
 // Reads the nodes once (which label names the product, which taints mark the pools), builds the
 // Job from the flags or completes the manifest (`manifest` is used when spec.from_manifest), and
 // runs every pre-flight check over what collect_preflight_input reads. Sends nothing.
-Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const json& manifest,
+Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const nlohmann::json& manifest,
                                    const std::string& namespace_name, bool explicit_namespace, std::string_view source);
 
 // gpuctl's stable schema: {apiVersion: gpuctl.io/v1alpha1, kind: PreflightReport,
 // refused: bool, findings: [{check, severity, message}]}.
-json to_json(const std::vector<PreflightFinding>& findings);
+nlohmann::json to_json(const std::vector<PreflightFinding>& findings);
 
 }  // namespace gpuctl::ops

@@ -1,0 +1,14 @@
+#pragma once
+// Small string helpers every module needs and none owns.
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpuctl::util {
+
+// "a, b, c" from {"a", "b", "c"} and ", ".
+std::string join(const std::vector<std::string>& parts, std::string_view separator);
+
+inline bool contains(std::string_view text, std::string_view part) { return text.find(part) != std::string_view::npos; }
+
+}  // namespace gpuctl::util
