@@ -26,7 +26,7 @@ Result<ExitCode> run_cordon(const CordonOptions& o, AppContext& ctx) {
     cordon.at = util::format_rfc3339(std::chrono::system_clock::now());
   }
   // run
-  auto planner = [&](const ops::json& n) { return ops::plan_cordon(n, cordon); };
+  auto planner = [&](const nlohmann::json& n) { return ops::plan_cordon(n, cordon); };
   return apply_and_report(ctx, *client, std::move(selected), planner, o.cordon ? "cordon" : "uncordon",
                           o.cordon ? "cordoned" : "uncordoned", request);
 }

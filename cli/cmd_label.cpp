@@ -25,7 +25,7 @@ Result<ExitCode> run_label(const LabelOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, request.selection));
   // run
-  auto planner = [&](const ops::json& n) { return ops::plan_labels(n, specs, o.overwrite); };
+  auto planner = [&](const nlohmann::json& n) { return ops::plan_labels(n, specs, o.overwrite); };
   return apply_and_report(ctx, *client, std::move(selected), planner, "label", "labeled", request);
 }
 

@@ -45,7 +45,7 @@ Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
     }
   }
   const std::string now = util::format_rfc3339(std::chrono::system_clock::now());
-  auto planner = [&](const ops::json& n) { return ops::plan_taints(n, specs, o.overwrite, now); };
+  auto planner = [&](const nlohmann::json& n) { return ops::plan_taints(n, specs, o.overwrite, now); };
   return apply_and_report(ctx, *client, std::move(selected), planner, "taint", "tainted", request);
 }
 
