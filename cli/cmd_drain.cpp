@@ -158,6 +158,89 @@ ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   return util::cancelled() ? interrupted_exit_code() : ExitCode::failure;
 }
 
+// The drain options the flags ask for; the cordon is recorded as by the caller, now.
+Result<ops::DrainOptions> drain_options(const DrainFlags& f, const Validated& v, kube::Client& client) {
+  ops::DrainOptions o;
+  o.policy = f.policy;
+  o.pod_selector = f.pod_selector;
+  o.grace_period_seconds = f.grace_period;
+  o.timeout = v.timeout;
+  o.disable_eviction = f.disable_eviction;
+  o.cordon.reason = f.reason;
+  GPUCTL_TRY_ASSIGN(o.cordon.by, client.whoami());
+  o.cordon.at = util::format_rfc3339(std::chrono::system_clock::now());
+  return o;
+}
+
+ops::RollingOptions rolling_options(const DrainFlags& f, const Validated& v, const ops::DrainOptions& o) {
+  ops::RollingOptions ro;
+  ro.drain = o;
+  ro.max_unavailable = f.max_unavailable;
+  ro.exec = f.exec;
+  ro.exec_timeout = v.exec_timeout;
+  ro.uncordon = f.uncordon;
+  ro.wait_ready = v.wait_ready;
+  ro.continue_on_error = f.continue_on_error;
+  return ro;
+}
+
+// --rolling: one row per node with each step's result; the nodes never started say why.
+ExitCode report_rolling(AppContext& ctx, const std::vector<ops::RollingResult>& results,
+                        const std::vector<ops::NodeChange>& missing, OutputFormat format) {
+  std::vector<std::string> not_drained;
+  output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
+  for (const auto& r : results) {
+    std::string result(ops::rolling_result(r));
+    std::string why_not_started = util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
+                                                    : "not started: stopped at the first failure (use --continue-on-error)";
+    if (!r.ok) not_drained.push_back(r.drain.node);
+    auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
+    t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
+               r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
+               dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
+               r.not_started ? why_not_started : r.drain.message});
+  }
+  for (const auto& m : missing) {
+    not_drained.push_back(m.node);
+    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-",
+               m.error ? m.error->message : std::string("node not found")});
+  }
+  if (format == OutputFormat::json || format == OutputFormat::yaml) {
+    ctx.streams().out << render_structured(ops::to_json(results), format);
+  } else {
+    ctx.streams().out << t.render({true, ctx.color()});
+  }
+  return finish(ctx, not_drained);
+}
+
+// One row per node drained (or not), the missing ones included; -o name lists the drained.
+ExitCode report_drains(AppContext& ctx, const std::vector<ops::NodeDrainResult>& results,
+                       const std::vector<ops::NodeChange>& missing, OutputFormat format) {
+  auto& out = ctx.streams().out;
+  std::vector<std::string> not_drained;
+  output::Table t({"NODE", "RESULT", "CORDON", "EVICTED", "SKIPPED", "REMAINING", "TIME", "MESSAGE"});
+  for (const auto& r : results) {
+    if (r.outcome != ops::DrainOutcome::drained) not_drained.push_back(r.node);
+    t.add_row({r.node, result_cell(r.outcome), r.cordon, std::to_string(r.evicted), std::to_string(r.skipped),
+               std::to_string(r.remaining.size()), secs(r.elapsed), r.message.empty() ? std::string("-") : r.message});
+  }
+  for (const auto& m : missing) {
+    not_drained.push_back(m.node);
+    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "0", "0", "0s",
+               m.error ? m.error->message : std::string("not found")});
+  }
+  if (format == OutputFormat::json || format == OutputFormat::yaml) {
+    out << render_structured(ops::to_json(results, missing), format);
+  } else if (format == OutputFormat::name) {
+    for (const auto& r : results) {
+      if (r.outcome == ops::DrainOutcome::drained) print_line(out, "node/" + r.node);
+    }
+  } else {
+    out << t.render({true, ctx.color()});
+  }
+  return finish(ctx, not_drained);
+}
+
 Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(Validated v, validate(f));
@@ -173,88 +256,26 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
     return render_plan(ctx, plan, v.format);
   }
 
-  auto& err = ctx.streams().err;
-  ops::DrainOptions o;
-  o.policy = f.policy;
-  o.pod_selector = f.pod_selector;
-  o.grace_period_seconds = f.grace_period;
-  o.timeout = v.timeout;
-  o.disable_eviction = f.disable_eviction;
-  o.cordon.reason = f.reason;
-  GPUCTL_TRY_ASSIGN(o.cordon.by, client->whoami());
-  o.cordon.at = util::format_rfc3339(std::chrono::system_clock::now());
+  GPUCTL_TRY_ASSIGN(ops::DrainOptions o, drain_options(f, v, *client));
   std::optional<ops::EvictionSlots> slots;
   if (f.max_evictions_in_flight > 0) {
     slots.emplace(f.max_evictions_in_flight);
     o.slots = &*slots;
   }
   // A live block of one line per node on a terminal; timestamped lines in logs and CI.
-  LiveStatus status(err, ctx.streams().err_is_terminal, terminal_width(STDERR_FILENO));
+  LiveStatus status(ctx.streams().err, ctx.streams().err_is_terminal, terminal_width(STDERR_FILENO));
   o.on_progress = [&](const ops::DrainProgress& p) {
     status.update(p.node, status.terminal() && p.remaining > 0
                               ? fmt::format("[{} pod(s) left] {}", p.remaining, p.message)
                               : p.message);
   };
 
-  auto& out = ctx.streams().out;
-  std::vector<std::string> not_drained;
   if (f.rolling) {
-    ops::RollingOptions ro;
-    ro.drain = o;
-    ro.max_unavailable = f.max_unavailable;
-    ro.exec = f.exec;
-    ro.exec_timeout = v.exec_timeout;
-    ro.uncordon = f.uncordon;
-    ro.wait_ready = v.wait_ready;
-    ro.continue_on_error = f.continue_on_error;
-    auto results = ops::rolling_maintenance(*client, selected.nodes, ro);
-    output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
-    for (const auto& r : results) {
-      std::string result(ops::rolling_result(r));
-      std::string why_not_started = util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
-                                                      : "not started: stopped at the first failure (use --continue-on-error)";
-      if (!r.ok) not_drained.push_back(r.drain.node);
-      auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
-      t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
-                 r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
-                 dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
-                 r.not_started ? why_not_started : r.drain.message});
-    }
-    for (const auto& m : selected.missing) {
-      not_drained.push_back(m.node);
-      t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-",
-                 m.error ? m.error->message : std::string("node not found")});
-    }
-    if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
-      out << render_structured(ops::to_json(results), v.format);
-    } else {
-      out << t.render({true, ctx.color()});
-    }
-    return finish(ctx, not_drained);
+    auto results = ops::rolling_maintenance(*client, selected.nodes, rolling_options(f, v, o));
+    return report_rolling(ctx, results, selected.missing, v.format);
   }
-
   auto results = ops::drain_nodes(*client, selected.nodes, o, f.max_concurrent);
-  output::Table t({"NODE", "RESULT", "CORDON", "EVICTED", "SKIPPED", "REMAINING", "TIME", "MESSAGE"});
-  for (const auto& r : results) {
-    if (r.outcome != ops::DrainOutcome::drained) not_drained.push_back(r.node);
-    t.add_row({r.node, result_cell(r.outcome), r.cordon, std::to_string(r.evicted), std::to_string(r.skipped),
-               std::to_string(r.remaining.size()), secs(r.elapsed), r.message.empty() ? std::string("-") : r.message});
-  }
-  for (const auto& m : selected.missing) {
-    not_drained.push_back(m.node);
-    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "0", "0", "0s",
-               m.error ? m.error->message : std::string("not found")});
-  }
-  if (v.format == OutputFormat::json || v.format == OutputFormat::yaml) {
-    out << render_structured(ops::to_json(results, selected.missing), v.format);
-  } else if (v.format == OutputFormat::name) {
-    for (const auto& r : results) {
-      if (r.outcome == ops::DrainOutcome::drained) print_line(out, "node/" + r.node);
-    }
-  } else {
-    out << t.render({true, ctx.color()});
-  }
-  return finish(ctx, not_drained);
+  return report_drains(ctx, results, selected.missing, v.format);
 }
 
 }  // namespace

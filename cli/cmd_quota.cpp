@@ -269,38 +269,10 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
   return ExitCode::ok;
 }
 
-}  // namespace
-
-void register_quota(CLI::App& app, AppContext& ctx) {
-  auto o = std::make_shared<QuotaOptions>();
-  auto* cmd = app.add_subcommand("quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
-  cmd->footer(R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
-(and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
-kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
-Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission refused, listed
-below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
-Quota keys Kubernetes accepts but never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) are
-flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.
-
-Examples:
-  # The current namespace
-  gpuctl quota
-
-  # Every namespace with a GPU quota or GPU pods, with scopes and owners
-  gpuctl quota -A -o wide
-
-  # The stable JSON schema (kind GPUQuotaList) for scripts
-  gpuctl quota -n team-a -o json | jq '.items[].quotas[].resources[] | {key, used, hard}'
-
-  # Cap team-a at 8 GPUs, at most 4 per pod
-  gpuctl quota set team-a --gpus 8 --max-per-pod 4)");
-  cmd->fallthrough();
-  cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
-  cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no held-back list (for scripts)");
-  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
-
+// gpuctl quota set NS: its flags, help and run.
+CLI::App* register_quota_set(CLI::App& quota, AppContext& ctx) {
   auto s = std::make_shared<QuotaSetOptions>();
-  auto* set = cmd->add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
+  auto* set = quota.add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
   set->footer(R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
 for each --resource (the requests. keys are the only ones Kubernetes enforces for extended
 resources), and with --max-per-pod the LimitRange gpuctl-gpu-limits (type Pod and Container max
@@ -332,9 +304,13 @@ Examples:
     s->max_per_pod_given = max->count() > 0;
     ctx.run = [s, &ctx] { return run_quota_set(*s, ctx); };
   });
+  return set;
+}
 
+// gpuctl quota delete NS.
+CLI::App* register_quota_delete(CLI::App& quota, AppContext& ctx) {
   auto d = std::make_shared<QuotaDeleteOptions>();
-  auto* del = cmd->add_subcommand("delete", "Delete the GPU quota and LimitRange gpuctl created in a namespace");
+  auto* del = quota.add_subcommand("delete", "Delete the GPU quota and LimitRange gpuctl created in a namespace");
   del->footer(R"(Deletes resourcequota/gpuctl-gpu-quota and limitrange/gpuctl-gpu-limits (only with the label
 app.kubernetes.io/managed-by=gpuctl, with a uid precondition). Quotas gpuctl did not create are
 never deleted; when neither object is there, the error names the quotas that are.
@@ -349,9 +325,13 @@ Examples:
   del->add_option("namespace", d->namespace_name, "NS");
   add_dry_run_flag(*del, d->dry_run);
   del->callback([d, &ctx] { ctx.run = [d, &ctx] { return run_quota_delete(*d, ctx); }; });
+  return del;
+}
 
+// gpuctl quota fix [NS].
+CLI::App* register_quota_fix(CLI::App& quota, AppContext& ctx) {
   auto f = std::make_shared<QuotaFixOptions>();
-  auto* fix = cmd->add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
+  auto* fix = quota.add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
   fix->footer(R"(For every ResourceQuota (in NS, else -n, else every namespace) whose spec.hard has nvidia.com/*
 keys without the requests. prefix (nvidia.com/gpu, limits.nvidia.com/gpu), rewrites them to
 requests.<resource>. When the requests. key is there too, the smaller (stricter) value is kept.
@@ -370,7 +350,43 @@ Examples:
   fix->add_option("-o,--output", f->output, "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)")
       ->check(CLI::IsMember({"text", "json", "yaml"}));
   fix->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_quota_fix(*f, ctx); }; });
+  return fix;
+}
 
+}  // namespace
+
+void register_quota(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<QuotaOptions>();
+  auto* cmd = app.add_subcommand("quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
+  cmd->footer(R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
+(and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
+kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
+Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission refused, listed
+below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
+Quota keys Kubernetes accepts but never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) are
+flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.
+
+Examples:
+  # The current namespace
+  gpuctl quota
+
+  # Every namespace with a GPU quota or GPU pods, with scopes and owners
+  gpuctl quota -A -o wide
+
+  # The stable JSON schema (kind GPUQuotaList) for scripts
+  gpuctl quota -n team-a -o json | jq '.items[].quotas[].resources[] | {key, used, hard}'
+
+  # Cap team-a at 8 GPUs, at most 4 per pod
+  gpuctl quota set team-a --gpus 8 --max-per-pod 4)");
+  cmd->fallthrough();
+  cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
+  cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no held-back list (for scripts)");
+  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+
+  // The subcommands, in the order help lists them; plain `gpuctl quota` runs only when none is given.
+  CLI::App* set = register_quota_set(*cmd, ctx);
+  CLI::App* del = register_quota_delete(*cmd, ctx);
+  CLI::App* fix = register_quota_fix(*cmd, ctx);
   cmd->callback([o, cmd, set, del, fix, &ctx] {
     if (cmd->got_subcommand(set) || cmd->got_subcommand(del) || cmd->got_subcommand(fix)) return;
     ctx.run = [o, &ctx] { return run_quota(*o, ctx); };

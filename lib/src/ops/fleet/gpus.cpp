@@ -84,55 +84,58 @@ std::vector<FailureGroup> group_failures(const std::vector<NodeProbe>& probes) {
   return groups;
 }
 
-Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
-  kube::ListOptions node_list;
-  node_list.label_selector = options.label_selector;
-  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
-  kube::ListOptions pod_list;
-  pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
-  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
+namespace {
 
-  GpuView view;
-  std::set<std::string> malformed;  // names of the nodes skipped: named, so never "no such node"
-  for (std::size_t i = 0; i < nodes.items.size(); ++i) {
-    if (auto problem = kube::node_shape_problem(nodes.items[i]); !problem.empty()) {
-      view.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", nodes.items[i], i), problem));
-      malformed.insert(kube::name_of(nodes.items[i]));
-      nodes.items[i] = nullptr;
+// Drops the nodes gpuctl cannot read, naming each in view.skipped; returns their names, so a node
+// asked for by name is never reported as "no such node" when it was only malformed.
+std::set<std::string> drop_malformed_nodes(std::vector<json>& nodes, std::vector<std::string>& skipped) {
+  std::set<std::string> malformed;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    if (auto problem = kube::node_shape_problem(nodes[i]); !problem.empty()) {
+      skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", nodes[i], i), problem));
+      malformed.insert(kube::name_of(nodes[i]));
+      nodes[i] = nullptr;
     }
   }
-  std::erase_if(nodes.items, [](const json& n) { return n.is_null(); });
-  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, view.skipped);
+  std::erase_if(nodes, [](const json& n) { return n.is_null(); });
+  return malformed;
+}
 
+// The nodes named (each once, in the order given), or every GPU node when none is named; a name
+// that is not there fails the whole view.
+Result<std::vector<json>> choose_nodes(const std::vector<json>& nodes, const GpuViewOptions& options,
+                                       const std::set<std::string>& malformed) {
   std::vector<json> chosen;
   if (options.names.empty()) {
-    for (auto& n : nodes.items) {
+    for (auto& n : nodes) {
       if (is_gpu_node(n)) chosen.push_back(n);
     }
-  } else {
-    std::vector<std::string> missing;
-    for (const auto& name : options.names) {
-      auto it = std::find_if(nodes.items.begin(), nodes.items.end(), [&](const json& n) { return kube::name_of(n) == name; });
-      if (it == nodes.items.end()) {
-        if (!malformed.contains(name)) missing.push_back(name);
-      } else if (std::none_of(chosen.begin(), chosen.end(), [&](const json& n) { return kube::name_of(n) == name; })) {
-        chosen.push_back(*it);
-      }
-    }
-    if (!missing.empty()) {
-      Error e;
-      e.code = Errc::api;
-      e.message = fmt::format("no such node{}: {} (list them with: gpuctl nodes --all{})", missing.size() > 1 ? "s" : "",
-                              fmt::join(missing, ", "),
-                              options.label_selector.empty() ? "" : " -l " + options.label_selector);
-      return fail(e);
+    return chosen;
+  }
+  std::vector<std::string> missing;
+  for (const auto& name : options.names) {
+    auto it = std::find_if(nodes.begin(), nodes.end(), [&](const json& n) { return kube::name_of(n) == name; });
+    if (it == nodes.end()) {
+      if (!malformed.contains(name)) missing.push_back(name);
+    } else if (std::none_of(chosen.begin(), chosen.end(), [&](const json& n) { return kube::name_of(n) == name; })) {
+      chosen.push_back(*it);
     }
   }
-  NodeInventory inventory = build_node_inventory(chosen, pods.items, true, std::chrono::system_clock::now());
-  for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
+  if (!missing.empty()) {
+    Error e;
+    e.code = Errc::api;
+    e.message = fmt::format("no such node{}: {} (list them with: gpuctl nodes --all{})", missing.size() > 1 ? "s" : "",
+                            fmt::join(missing, ", "),
+                            options.label_selector.empty() ? "" : " -l " + options.label_selector);
+    return fail(e);
+  }
+  return chosen;
+}
 
+// node name -> the running pods there that request nvidia.com/* resources, with those requests.
+std::map<std::string, std::vector<GpuPod>> gpu_pods_by_node(const std::vector<json>& pods) {
   std::map<std::string, std::vector<GpuPod>> pods_by_node;
-  for (const auto& pod : pods.items) {
+  for (const auto& pod : pods) {
     if (kube::pod_is_terminal(pod)) continue;
     GpuPod gp{kube::namespace_of(pod), kube::name_of(pod), {}};
     for (const auto& [resource, quantity] : kube::pod_requests(pod)) {
@@ -140,7 +143,11 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     }
     if (!gp.resources.empty()) pods_by_node[kube::string_field(kube::field(pod, "spec"), "nodeName")].push_back(gp);
   }
+  return pods_by_node;
+}
 
+// Where ssh reaches each node, or why it cannot (the probe reports that node as no_address).
+std::vector<ProbeTarget> probe_targets(const std::vector<json>& chosen, const GpuViewOptions& options) {
   std::vector<ProbeTarget> targets;
   for (const auto& n : chosen) {
     ProbeTarget t{kube::name_of(n), "", ""};
@@ -152,8 +159,29 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     }
     targets.push_back(std::move(t));
   }
-  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, targets, options.probe));
+  return targets;
+}
 
+}  // namespace
+
+Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
+  kube::ListOptions node_list;
+  node_list.label_selector = options.label_selector;
+  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
+  kube::ListOptions pod_list;
+  pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
+
+  GpuView view;
+  std::set<std::string> malformed = drop_malformed_nodes(nodes.items, view.skipped);
+  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, view.skipped);
+  GPUCTL_TRY_ASSIGN(std::vector<json> chosen, choose_nodes(nodes.items, options, malformed));
+  NodeInventory inventory = build_node_inventory(chosen, pods.items, true, std::chrono::system_clock::now());
+  for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
+  std::map<std::string, std::vector<GpuPod>> pods_by_node = gpu_pods_by_node(pods.items);
+  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, probe_targets(chosen, options), options.probe));
+
+  // One row per node: what Kubernetes says, the GPU pods there, and what the probe found.
   std::map<std::string, NodeProbe*> probe_by_node;
   for (auto& p : probes) probe_by_node[p.node] = &p;
   for (auto& info : inventory.nodes) {

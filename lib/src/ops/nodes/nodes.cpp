@@ -53,21 +53,20 @@ bool is_problem_condition(const kube::NodeCondition& c) {
   return c.status == "True" && std::find(bad.begin(), bad.end(), c.type) != bad.end();
 }
 
-}  // namespace
+// Requests of the non-terminal pods, summed per node.
+struct NodeUse {
+  kube::ResourceList requested;
+  std::int64_t gpu_pods = 0;
+};
 
-NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
-                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
-  // Requests of the non-terminal pods, summed per node.
-  struct NodeUse {
-    kube::ResourceList requested;
-    std::int64_t gpu_pods = 0;
-  };
-  NodeInventory inventory;
+// node name -> what its pods request of nvidia.com/*; a pod gpuctl cannot read is named in
+// `skipped` and not counted.
+std::unordered_map<std::string, NodeUse> use_by_node(const std::vector<json>& pods, std::vector<std::string>& skipped) {
   std::unordered_map<std::string, NodeUse> use;
   for (std::size_t i = 0; i < pods.size(); ++i) {
     const json& pod = pods[i];
     if (auto problem = kube::pod_shape_problem(pod); !problem.empty()) {
-      inventory.skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, i), problem));
+      skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, i), problem));
       continue;
     }
     if (kube::pod_is_terminal(pod)) continue;
@@ -83,9 +82,103 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     }
     if (holds_gpu) ++u.gpu_pods;
   }
+  return use;
+}
 
-  // (product, resource) -> row; nvidia.com/gpu sorts before nvidia.com/mig-* by name.
-  std::map<std::pair<std::string, std::string>, ProductSummary> products;
+// Capacity, allocatable and used of every nvidia.com/* resource the node has or its pods request:
+// nvidia.com/gpu in info.gpus (always named, even when absent), the others (MIG) in
+// info.other_resources, by name.
+void count_resources(const json& status, const NodeUse& u, NodeGpuInfo& info) {
+  kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
+  kube::ResourceList allocatable = kube::parse_resource_list(kube::field(status, "allocatable"));
+  std::vector<std::string> names;
+  for (const auto& [name, q] : capacity) if (is_nvidia_resource(name)) names.push_back(name);
+  for (const auto& [name, q] : allocatable) if (is_nvidia_resource(name)) names.push_back(name);
+  for (const auto& [name, q] : u.requested) names.push_back(name);
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const auto& name : names) {
+    ResourceCount rc{name, count_of(capacity, name), count_of(allocatable, name), count_of(u.requested, name)};
+    if (name == kGpuResource) {
+      info.gpus = rc;
+    } else {
+      info.other_resources.push_back(rc);
+    }
+  }
+  info.gpus.name = std::string(kGpuResource);
+}
+
+// One node's row: identity, state, GPU counts, taints and cordon record, versions, problems, age.
+NodeGpuInfo node_info(const json& node, bool gpu_node, const NodeUse& u, std::chrono::system_clock::time_point now) {
+  NodeGpuInfo info;
+  info.gpu_node = gpu_node;
+  info.name = kube::name_of(node);
+  info.readiness = kube::node_readiness(node);
+  info.schedulable = !kube::node_unschedulable(node);
+  std::tie(info.product, info.product_label) = gpu_product_of(node);
+
+  const json& status = kube::field(node, "status");
+  info.gpu_pods = u.gpu_pods;
+  count_resources(status, u, info);
+
+  info.taints = kube::node_taints(node);
+  auto reason = kube::annotation_of(node, kCordonReasonAnnotation);
+  auto by = kube::annotation_of(node, kCordonByAnnotation);
+  auto at = kube::annotation_of(node, kCordonAtAnnotation);
+  if (reason || by || at) info.cordon = CordonRecord{reason.value_or(""), by.value_or(""), at.value_or("")};
+  info.driver_version = driver_version_of(node);
+  info.cuda_version = cuda_version_of(node);
+  for (auto& c : kube::node_conditions(node)) {
+    if (is_problem_condition(c)) info.problem_conditions.push_back(std::move(c));
+  }
+  info.internal_ip = kube::node_address(node, "InternalIP");
+  info.kubelet_version = kube::string_field(kube::field(status, "nodeInfo"), "kubeletVersion");
+  info.created_at = kube::string_field(kube::field(node, "metadata"), "creationTimestamp");
+  if (auto created = util::parse_rfc3339(info.created_at)) {
+    info.age_seconds = std::chrono::duration_cast<std::chrono::seconds>(now - *created).count();
+  }
+  return info;
+}
+
+// (product, resource) -> row; nvidia.com/gpu sorts before nvidia.com/mig-* by name.
+using ProductRows = std::map<std::pair<std::string, std::string>, ProductSummary>;
+
+// Adds a GPU node's counts to its product's rows, one per resource.
+void add_to_products(const NodeGpuInfo& info, ProductRows& products) {
+  auto add = [&](const ResourceCount& rc) {
+    ProductSummary& p = products[{info.product, rc.name}];
+    p.product = info.product;
+    p.resource = rc.name;
+    ++p.nodes;
+    p.capacity = kube::saturating_add(p.capacity, rc.capacity);
+    p.allocatable = kube::saturating_add(p.allocatable, rc.allocatable);
+    p.used = kube::saturating_add(p.used, rc.used);
+    p.free = kube::saturating_add(p.free, rc.free());
+  };
+  add(info.gpus);
+  for (const auto& rc : info.other_resources) add(rc);
+}
+
+std::vector<ProductSummary> product_summaries(ProductRows& products) {
+  std::vector<ProductSummary> out;
+  for (auto& [key, p] : products) {
+    bool whole_gpus = key.second == kGpuResource;
+    bool has_other_rows = products.upper_bound({key.first, key.second}) != products.end() &&
+                          products.upper_bound({key.first, key.second})->first.first == key.first;
+    // A MIG-only product: its empty whole-GPU row would only say "0 GPUs".
+    if (whole_gpus && p.capacity == 0 && p.allocatable == 0 && p.used == 0 && has_other_rows) continue;
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+}  // namespace
+
+NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
+                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
+  NodeInventory inventory;
+  std::unordered_map<std::string, NodeUse> use = use_by_node(pods, inventory.skipped);
+  ProductRows products;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const json& node = nodes[i];
     if (auto problem = kube::node_shape_problem(node); !problem.empty()) {
@@ -94,77 +187,12 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     }
     bool gpu_node = is_gpu_node(node);
     if (!gpu_node && !include_non_gpu_nodes) continue;
-    NodeGpuInfo info;
-    info.gpu_node = gpu_node;
-    info.name = kube::name_of(node);
-    info.readiness = kube::node_readiness(node);
-    info.schedulable = !kube::node_unschedulable(node);
-    std::tie(info.product, info.product_label) = gpu_product_of(node);
-
-    const json& status = kube::field(node, "status");
-    kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
-    kube::ResourceList allocatable = kube::parse_resource_list(kube::field(status, "allocatable"));
-    const NodeUse& u = use[info.name];
-    info.gpu_pods = u.gpu_pods;
-
-    std::vector<std::string> names;
-    for (const auto& [name, q] : capacity) if (is_nvidia_resource(name)) names.push_back(name);
-    for (const auto& [name, q] : allocatable) if (is_nvidia_resource(name)) names.push_back(name);
-    for (const auto& [name, q] : u.requested) names.push_back(name);
-    std::sort(names.begin(), names.end());
-    names.erase(std::unique(names.begin(), names.end()), names.end());
-    for (const auto& name : names) {
-      ResourceCount rc{name, count_of(capacity, name), count_of(allocatable, name), count_of(u.requested, name)};
-      if (name == kGpuResource) {
-        info.gpus = rc;
-      } else {
-        info.other_resources.push_back(rc);
-      }
-    }
-    info.gpus.name = std::string(kGpuResource);
-
-    info.taints = kube::node_taints(node);
-    auto reason = kube::annotation_of(node, kCordonReasonAnnotation);
-    auto by = kube::annotation_of(node, kCordonByAnnotation);
-    auto at = kube::annotation_of(node, kCordonAtAnnotation);
-    if (reason || by || at) info.cordon = CordonRecord{reason.value_or(""), by.value_or(""), at.value_or("")};
-    info.driver_version = driver_version_of(node);
-    info.cuda_version = cuda_version_of(node);
-    for (auto& c : kube::node_conditions(node)) {
-      if (is_problem_condition(c)) info.problem_conditions.push_back(std::move(c));
-    }
-    info.internal_ip = kube::node_address(node, "InternalIP");
-    info.kubelet_version = kube::string_field(kube::field(status, "nodeInfo"), "kubeletVersion");
-    info.created_at = kube::string_field(kube::field(node, "metadata"), "creationTimestamp");
-    if (auto created = util::parse_rfc3339(info.created_at)) {
-      info.age_seconds = std::chrono::duration_cast<std::chrono::seconds>(now - *created).count();
-    }
-
-    if (gpu_node) {
-      auto add = [&](const ResourceCount& rc) {
-        ProductSummary& p = products[{info.product, rc.name}];
-        p.product = info.product;
-        p.resource = rc.name;
-        ++p.nodes;
-        p.capacity = kube::saturating_add(p.capacity, rc.capacity);
-        p.allocatable = kube::saturating_add(p.allocatable, rc.allocatable);
-        p.used = kube::saturating_add(p.used, rc.used);
-        p.free = kube::saturating_add(p.free, rc.free());
-      };
-      add(info.gpus);
-      for (const auto& rc : info.other_resources) add(rc);
-    }
+    NodeGpuInfo info = node_info(node, gpu_node, use[kube::name_of(node)], now);
+    if (gpu_node) add_to_products(info, products);
     inventory.nodes.push_back(std::move(info));
   }
   std::sort(inventory.nodes.begin(), inventory.nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
-  for (auto& [key, p] : products) {
-    bool whole_gpus = key.second == kGpuResource;
-    bool has_other_rows = products.upper_bound({key.first, key.second}) != products.end() &&
-                          products.upper_bound({key.first, key.second})->first.first == key.first;
-    // A MIG-only product: its empty whole-GPU row would only say "0 GPUs".
-    if (whole_gpus && p.capacity == 0 && p.allocatable == 0 && p.used == 0 && has_other_rows) continue;
-    inventory.products.push_back(std::move(p));
-  }
+  inventory.products = product_summaries(products);
   return inventory;
 }
 
