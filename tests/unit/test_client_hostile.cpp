@@ -47,6 +47,9 @@ TEST_CASE("paths: one validator for Kubernetes names", "[paths][hostile]") {
   CHECK_FALSE(paths::dns_label_problem("-a").empty());
   CHECK_FALSE(paths::dns_label_problem(std::string(64, 'a')).empty());
   CHECK(paths::dns_subdomain_problem("gpu-node-1.example.com").empty());
+  // Kubernetes bounds a subdomain's length (253), not its dot-separated parts'.
+  CHECK(paths::dns_subdomain_problem(std::string(70, 'a') + ".example.com").empty());
+  CHECK_FALSE(paths::dns_subdomain_problem(std::string(254, 'a')).empty());
   CHECK_FALSE(paths::dns_subdomain_problem("a..b").empty());
   CHECK_FALSE(paths::dns_subdomain_problem("..").empty());
   CHECK(paths::unsafe_path_problem("/api/v1/namespaces/a/pods").empty());

@@ -9,10 +9,13 @@
 namespace gpuctl::kube::paths {
 namespace {
 bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool is_label(std::string_view s) {
-  return !s.empty() && s.size() <= 63 && is_lower_alnum(s.front()) && is_lower_alnum(s.back()) &&
+// One dot-separated part of a DNS-1123 subdomain: Kubernetes bounds only the whole name (253),
+// not its parts.
+bool is_subdomain_part(std::string_view s) {
+  return !s.empty() && is_lower_alnum(s.front()) && is_lower_alnum(s.back()) &&
          std::all_of(s.begin(), s.end(), [](char c) { return is_lower_alnum(c) || c == '-'; });
 }
+bool is_label(std::string_view s) { return s.size() <= 63 && is_subdomain_part(s); }
 std::string percent_decoded(std::string_view s) {
   auto hex = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
@@ -64,8 +67,8 @@ std::string dns_subdomain_problem(std::string_view name) {
   if (name.size() > 253) return fmt::format("must be no more than 253 characters (has {})", name.size());
   for (std::size_t start = 0;;) {
     auto dot = name.find('.', start);
-    auto label = name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    if (!is_label(label)) {
+    auto part = name.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (!is_subdomain_part(part)) {
       return "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
              "alphanumeric character";
     }

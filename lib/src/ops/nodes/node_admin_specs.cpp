@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/ops/nodes/node_admin.hpp"
+#include "gpuctl/kube/paths.hpp"
 #include "node_admin_internal.hpp"
 
 namespace gpuctl::ops {
@@ -15,7 +16,6 @@ namespace {
 using node_admin_detail::invalid;
 
 bool is_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
-bool is_lower_alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
 
 // [A-Za-z0-9]([-_.A-Za-z0-9]*[A-Za-z0-9])?, the shape of names and label values.
 bool is_name_shaped(std::string_view s) {
@@ -24,24 +24,6 @@ bool is_name_shaped(std::string_view s) {
 }
 
 // RFC 1123 subdomain: lower-case labels of [a-z0-9-], alphanumeric at both ends, joined by '.'.
-std::string dns_subdomain_problem(std::string_view s) {
-  if (s.empty()) return "must not be empty";
-  if (s.size() > 253) return fmt::format("must be no more than 253 characters (has {})", s.size());
-  std::size_t start = 0;
-  while (true) {
-    auto dot = s.find('.', start);
-    auto label = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
-    bool ok = !label.empty() && is_lower_alnum(label.front()) && is_lower_alnum(label.back()) &&
-              std::all_of(label.begin(), label.end(), [](char c) { return is_lower_alnum(c) || c == '-'; });
-    if (!ok) {
-      return "must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an "
-             "alphanumeric character";
-    }
-    if (dot == std::string_view::npos) return {};
-    start = dot + 1;
-  }
-}
-
 constexpr std::string_view kNameRule =
     "must be 63 characters or less, begin and end with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), "
     "underscores (_), dots (.), and alphanumerics between";
@@ -59,7 +41,7 @@ std::string qualified_name_problem(std::string_view key) {
     auto prefix = key.substr(0, slash);
     name = key.substr(slash + 1);
     if (prefix.empty()) return "prefix part must be non-empty";
-    if (auto p = dns_subdomain_problem(prefix); !p.empty()) return "prefix part " + p;
+    if (auto p = kube::paths::dns_subdomain_problem(prefix); !p.empty()) return "prefix part " + p;
     if (name.find('/') != std::string_view::npos) {
       return "a qualified name must consist of an optional DNS subdomain prefix and '/', then a name";
     }
@@ -80,7 +62,7 @@ std::string label_value_problem(std::string_view value) {
   return {};
 }
 
-std::string node_name_problem(std::string_view name) { return dns_subdomain_problem(name); }
+std::string node_name_problem(std::string_view name) { return kube::paths::dns_subdomain_problem(name); }
 
 bool looks_like_taint_spec(std::string_view text) {
   return text.find(':') != std::string_view::npos || text.find('=') != std::string_view::npos || text.ends_with('-');
