@@ -19,6 +19,10 @@
 
 namespace gpuctl::kube {
 
+namespace {
+using json = nlohmann::json;
+}  // namespace
+
 using namespace std::chrono_literals;
 
 std::string percent_encode(std::string_view text) {

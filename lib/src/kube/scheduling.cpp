@@ -4,9 +4,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
 
 namespace gpuctl::kube {
 namespace {
+
+using json = nlohmann::json;
 
 std::vector<std::string> string_values(const json& requirement) {
   std::vector<std::string> out;
