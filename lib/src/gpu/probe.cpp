@@ -280,10 +280,33 @@ std::string gpu_label(const FailedGpu& f) {
   return label;
 }
 
-}  // namespace
+void sanitize_diagnosis(NvsmiDiagnosis& d) {
+  d.message = detail::sanitize(d.message);
+  d.excerpt = detail::sanitize(d.excerpt);
+  if (d.pci_bus_id) d.pci_bus_id = detail::sanitize(*d.pci_bus_id);
+}
 
-NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
-                                 bool truncated) {
+// Node output reaches the report's own strings (the indices source of the "indices" line, lines
+// quoted in messages and warnings, versions): each becomes valid UTF-8 without control characters,
+// so -o json, and the ops schemas that copy these strings, never throw on dump(). The GPUs' fields
+// are sanitized by their to_json.
+void sanitize_report(NodeGpuReport& report) {
+  report.message = detail::sanitize(report.message);
+  report.enumeration = detail::sanitize(report.enumeration);
+  for (auto& w : report.warnings) w = detail::sanitize(w);
+  if (report.driver_version) report.driver_version = detail::sanitize(*report.driver_version);
+  if (report.cuda_version) report.cuda_version = detail::sanitize(*report.cuda_version);
+  for (auto& d : report.step_failures) sanitize_diagnosis(d);
+  for (auto& f : report.failed_gpus) {
+    if (f.pci_bus_id) f.pci_bus_id = detail::sanitize(*f.pci_bus_id);
+    if (f.uuid) f.uuid = detail::sanitize(*f.uuid);
+    if (f.product_name) f.product_name = detail::sanitize(*f.product_name);
+    sanitize_diagnosis(f.failure);
+  }
+}
+
+NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
+                                bool truncated) {
   NodeGpuReport report;
   report.truncated = truncated;
   ProbeTranscript t = parse_probe_transcript(stdout_text);
@@ -440,6 +463,15 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
   return report;
 }
 
+}  // namespace
+
+NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
+                                 bool truncated) {
+  NodeGpuReport report = read_probe_output(exit_code, stdout_text, stderr_text, truncated);
+  sanitize_report(report);
+  return report;
+}
+
 void to_json(nlohmann::json& j, const FailedGpu& v) {
   j = nlohmann::json{{"index", v.index >= 0 ? nlohmann::json(v.index) : nlohmann::json(nullptr)},
                      {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
@@ -470,7 +502,7 @@ void to_json(nlohmann::json& j, const NodeGpuReport& v) {
       {"stepFailures", steps},
       {"warnings", warnings},
       {"truncated", v.truncated},
-      {"enumeration", v.enumeration},
+      {"enumeration", detail::sanitize(v.enumeration)},
   };
 }
 
