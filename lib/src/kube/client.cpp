@@ -523,10 +523,11 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
                                            path, items == page->end() ? "no \"items\"" : fmt::format("\"items\" as a JSON {}", items->type_name())));
     }
     for (auto& item : *items) result.items.push_back(std::move(item));
-    auto metadata = page->find("metadata");
-    bool has_metadata = metadata != page->end() && metadata->is_object();
-    result.resource_version = has_metadata ? metadata->value("resourceVersion", "") : "";
-    std::string next = has_metadata ? metadata->value("continue", "") : "";
+    // string_field: a resourceVersion or continue token that is not a string reads as absent
+    // (json::value() would throw type_error.302 on it).
+    const json& metadata = field(*page, "metadata");
+    result.resource_version = string_field(metadata, "resourceVersion");
+    std::string next = string_field(metadata, "continue");
     if (next.empty() || options.limit <= 0) break;
     // A server whose continue token never changes would page forever.
     if (next == token) {
@@ -611,7 +612,7 @@ Result<std::string> Client::whoami() {
   json review = {{"apiVersion", "authentication.k8s.io/v1"}, {"kind", "SelfSubjectReview"}};
   auto answer = create("/apis/authentication.k8s.io/v1/selfsubjectreviews", review);
   if (answer) {
-    auto name = answer->value("/status/userInfo/username"_json_pointer, std::string());
+    std::string name = string_field(field_at(*answer, {"status", "userInfo"}), "username");
     if (!name.empty()) return name;
   } else if (!answer.error().is_not_found() && answer.error().http_status != 403) {
     return fail(answer.error());
