@@ -173,116 +173,122 @@ void sanitize_report(NodeGpuReport& report) {
   }
 }
 
-NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
-                                bool truncated) {
+// Output without the probe's framing: the script did not run, or this is not its output.
+NodeGpuReport report_unframed(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
+                              bool truncated) {
   NodeGpuReport report;
   report.truncated = truncated;
-  ProbeTranscript t = parse_probe_transcript(stdout_text);
-
-  if (!t.started && t.steps.empty()) {
-    // The script did not run, or this is not its output.
-    report.enumeration = "none";
-    if (trim(stdout_text).empty() && trim(stderr_text).empty() && truncated) {
-      NvsmiDiagnosis d = cut_off("the probe");
-      report.kind = d.kind;
-      report.message = d.message;
-      report.step_failures.push_back(std::move(d));
-      return report;
-    }
-    NvsmiDiagnosis d = classify_nvidia_smi_run(exit_code, stdout_text, stderr_text);
-    if (d.kind == NvsmiErrorKind::nvidia_smi_missing && !detail::icontains(stdout_text, "nvidia-smi") &&
-        !detail::icontains(stderr_text, "nvidia-smi")) {
-      // Exit 127 without the probe's framing: the remote shell could not run the probe itself
-      // (no sh, no sed), which says nothing about nvidia-smi.
-      std::vector<std::string_view> lines = detail::split_lines(stderr_text.empty() ? stdout_text : stderr_text);
-      d.kind = NvsmiErrorKind::unknown_error;
-      d.message = fmt::format("the probe did not run (exit {}): \"{}\"", exit_code,
-                              lines.empty() ? std::string("no output") : detail::one_line(lines.front(), 160));
-    } else if (d.ok() || d.warning_only) {
-      d.kind = NvsmiErrorKind::garbage;
-      d.warning_only = false;
-      std::vector<std::string_view> lines = detail::split_lines(stdout_text.empty() ? stderr_text : stdout_text);
-      std::string first = lines.empty() ? std::string("(no output)") : detail::one_line(lines.front(), 120);
-      d.message = fmt::format("the probe's output is not framed by {} (the probe did not run): \"{}\"",
-                              kProbeMarker, first);
-      d.excerpt = detail::excerpt_around(lines, 0);
-    }
+  report.enumeration = "none";
+  if (trim(stdout_text).empty() && trim(stderr_text).empty() && truncated) {
+    NvsmiDiagnosis d = cut_off("the probe");
     report.kind = d.kind;
     report.message = d.message;
     report.step_failures.push_back(std::move(d));
     return report;
   }
-  if (!t.finished) report.truncated = true;
-  for (const auto& stray : t.stray_lines) {
-    if (report.warnings.size() < 5) report.warnings.push_back(fmt::format("unexpected probe output: \"{}\"", stray));
+  NvsmiDiagnosis d = classify_nvidia_smi_run(exit_code, stdout_text, stderr_text);
+  if (d.kind == NvsmiErrorKind::nvidia_smi_missing && !detail::icontains(stdout_text, "nvidia-smi") &&
+      !detail::icontains(stderr_text, "nvidia-smi")) {
+    // Exit 127 without the probe's framing: the remote shell could not run the probe itself
+    // (no sh, no sed), which says nothing about nvidia-smi.
+    std::vector<std::string_view> lines = detail::split_lines(stderr_text.empty() ? stdout_text : stderr_text);
+    d.kind = NvsmiErrorKind::unknown_error;
+    d.message = fmt::format("the probe did not run (exit {}): \"{}\"", exit_code,
+                            lines.empty() ? std::string("no output") : detail::one_line(lines.front(), 160));
+  } else if (d.ok() || d.warning_only) {
+    d.kind = NvsmiErrorKind::garbage;
+    d.warning_only = false;
+    std::vector<std::string_view> lines = detail::split_lines(stdout_text.empty() ? stderr_text : stdout_text);
+    std::string first = lines.empty() ? std::string("(no output)") : detail::one_line(lines.front(), 120);
+    d.message = fmt::format("the probe's output is not framed by {} (the probe did not run): \"{}\"",
+                            kProbeMarker, first);
+    d.excerpt = detail::excerpt_around(lines, 0);
   }
+  report.kind = d.kind;
+  report.message = d.message;
+  report.step_failures.push_back(std::move(d));
+  return report;
+}
 
-  // -L's GPU lines are good even when it exits non-zero because of one broken GPU.
-  GpuList list;
-  const ProbeIndex steps_only(t, list);
-  if (const ProbeStep* l = steps_only.step("list"); l && l->exit_code) list = parse_nvidia_smi_list(l->stdout_text);
-  const ProbeIndex lookup(t, list);
+// The whole query answered: its GPUs, plus a failure for each GPU -L lists but the query left
+// out. A GPU matches by UUID when both have one, else by index.
+void take_whole_query(NodeGpuReport& report, NvidiaSmiLog& log, const GpuList& list, const ProbeIndex& lookup) {
+  report.enumeration = "query";
+  report.driver_version = log.driver_version;
+  report.cuda_version = log.cuda_version;
+  report.gpus = std::move(log.gpus);
+  report.warnings.insert(report.warnings.end(), log.warnings.begin(), log.warnings.end());
+  std::unordered_set<std::string> uuids;
+  std::unordered_set<int> indices;              // of every GPU
+  std::unordered_set<int> indices_without_uuid;  // of GPUs without a UUID
+  for (const auto& gpu : report.gpus) {
+    if (gpu.uuid) uuids.insert(*gpu.uuid);
+    else indices_without_uuid.insert(gpu.index);
+    indices.insert(gpu.index);
+  }
+  for (const auto& g : list.gpus) {
+    bool present = g.uuid ? uuids.contains(*g.uuid) || indices_without_uuid.contains(g.index)
+                          : indices.contains(g.index);
+    if (present) continue;
+    NvsmiDiagnosis d;
+    d.kind = NvsmiErrorKind::unknown_error;
+    d.message = fmt::format("GPU {} ({}) is listed by nvidia-smi -L but missing from nvidia-smi -q -x", g.index,
+                            g.uuid ? *g.uuid : g.name);
+    report.failed_gpus.push_back(failed_gpu(g.index, lookup, std::move(d)));
+  }
+  if (list.gpus.empty() && log.attached_gpus && *log.attached_gpus > static_cast<int>(report.gpus.size())) {
+    report.warnings.push_back(
+        fmt::format("nvidia-smi reports {} attached GPUs but described {}", *log.attached_gpus, report.gpus.size()));
+  }
+}
 
-  const ProbeStep* all = lookup.step("all");
-  XmlStep whole = all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
+// The whole query failed: the per-GPU fallback's steps, one per enumerated index.
+void take_per_gpu_queries(NodeGpuReport& report, const ProbeTranscript& t, const ProbeIndex& lookup,
+                          const NvsmiDiagnosis& whole_failure) {
+  report.step_failures.push_back(whole_failure);
+  report.enumeration = t.indices_source.empty() ? "none" : t.indices_source;
+  for (int index : t.indices) {
+    std::string name = fmt::format("gpu-{}", index);
+    std::string what = fmt::format("nvidia-smi -q -x -i {}", index);
+    const ProbeStep* step = lookup.step(name);
+    XmlStep one = step ? interpret_xml_step(*step, what) : XmlStep{std::nullopt, cut_off(what)};
+    if (one.log && !one.log->gpus.empty()) {
+      GpuInfo gpu = std::move(one.log->gpus.front());
+      gpu.index = index;
+      if (!report.driver_version) report.driver_version = one.log->driver_version;
+      if (!report.cuda_version) report.cuda_version = one.log->cuda_version;
+      report.gpus.push_back(std::move(gpu));
+    } else {
+      if (one.log) {  // well-formed but without a <gpu>
+        one.diagnosis.kind = NvsmiErrorKind::garbage;
+        one.diagnosis.message = fmt::format("{} printed XML without a <gpu> element", what);
+      }
+      report.failed_gpus.push_back(failed_gpu(index, lookup, std::move(one.diagnosis)));
+    }
+  }
+}
 
+// No GPU answered: the whole query's verdict, unless a per-GPU one says more.
+NvsmiDiagnosis node_failure(const NodeGpuReport& report, const XmlStep& whole) {
+  NvsmiDiagnosis node;
   if (whole.log) {
-    report.enumeration = "query";
-    report.driver_version = whole.log->driver_version;
-    report.cuda_version = whole.log->cuda_version;
-    report.gpus = std::move(whole.log->gpus);
-    report.warnings.insert(report.warnings.end(), whole.log->warnings.begin(), whole.log->warnings.end());
-    // GPUs that -L lists but the whole query left out. A GPU matches by UUID when both have one,
-    // else by index.
-    std::unordered_set<std::string> uuids;
-    std::unordered_set<int> indices;              // of every GPU
-    std::unordered_set<int> indices_without_uuid;  // of GPUs without a UUID
-    for (const auto& gpu : report.gpus) {
-      if (gpu.uuid) uuids.insert(*gpu.uuid);
-      else indices_without_uuid.insert(gpu.index);
-      indices.insert(gpu.index);
-    }
-    for (const auto& g : list.gpus) {
-      bool present = g.uuid ? uuids.contains(*g.uuid) || indices_without_uuid.contains(g.index)
-                            : indices.contains(g.index);
-      if (present) continue;
-      NvsmiDiagnosis d;
-      d.kind = NvsmiErrorKind::unknown_error;
-      d.message = fmt::format("GPU {} ({}) is listed by nvidia-smi -L but missing from nvidia-smi -q -x", g.index,
-                              g.uuid ? *g.uuid : g.name);
-      report.failed_gpus.push_back(failed_gpu(g.index, lookup, std::move(d)));
-    }
-    if (list.gpus.empty() && whole.log->attached_gpus &&
-        *whole.log->attached_gpus > static_cast<int>(report.gpus.size())) {
-      report.warnings.push_back(fmt::format("nvidia-smi reports {} attached GPUs but described {}",
-                                            *whole.log->attached_gpus, report.gpus.size()));
+    if (report.failed_gpus.empty()) {
+      node.kind = NvsmiErrorKind::no_devices;
+      node.message = "nvidia-smi -q -x reported no GPU";
+    } else {
+      node = report.failed_gpus.front().failure;
     }
   } else {
-    report.step_failures.push_back(whole.diagnosis);
-    report.enumeration = t.indices_source.empty() ? "none" : t.indices_source;
-    for (int index : t.indices) {
-      std::string name = fmt::format("gpu-{}", index);
-      std::string what = fmt::format("nvidia-smi -q -x -i {}", index);
-      const ProbeStep* step = lookup.step(name);
-      XmlStep one = step ? interpret_xml_step(*step, what) : XmlStep{std::nullopt, cut_off(what)};
-      if (one.log && !one.log->gpus.empty()) {
-        GpuInfo gpu = std::move(one.log->gpus.front());
-        gpu.index = index;
-        if (!report.driver_version) report.driver_version = one.log->driver_version;
-        if (!report.cuda_version) report.cuda_version = one.log->cuda_version;
-        report.gpus.push_back(std::move(gpu));
-      } else {
-        if (one.log) {  // well-formed but without a <gpu>
-          one.diagnosis.kind = NvsmiErrorKind::garbage;
-          one.diagnosis.message = fmt::format("{} printed XML without a <gpu> element", what);
-        }
-        report.failed_gpus.push_back(failed_gpu(index, lookup, std::move(one.diagnosis)));
-      }
+    node = whole.diagnosis;
+    if (!report.failed_gpus.empty() && node.kind == NvsmiErrorKind::unknown_error) {
+      node = report.failed_gpus.front().failure;
     }
   }
-  merge_gpu_lists(report.gpus, list);
-  add_unlisted_failures(report, list, whole.diagnosis.ok() ? nullptr : &whole.diagnosis);
+  return node;
+}
 
+// The node's status, kind and message from the GPUs that answered and those that failed.
+void conclude(NodeGpuReport& report, const XmlStep& whole) {
   const std::size_t total = report.gpus.size() + report.failed_gpus.size();
   if (!report.gpus.empty() && report.failed_gpus.empty()) {
     report.status = ProbeStatus::ok;
@@ -300,21 +306,7 @@ NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std
                                  first.failure.message);
   } else {
     report.status = ProbeStatus::failed;
-    // The whole query's verdict, unless a per-GPU one says more.
-    NvsmiDiagnosis node;
-    if (whole.log) {
-      if (report.failed_gpus.empty()) {
-        node.kind = NvsmiErrorKind::no_devices;
-        node.message = "nvidia-smi -q -x reported no GPU";
-      } else {
-        node = report.failed_gpus.front().failure;
-      }
-    } else {
-      node = whole.diagnosis;
-      if (!report.failed_gpus.empty() && node.kind == NvsmiErrorKind::unknown_error) {
-        node = report.failed_gpus.front().failure;
-      }
-    }
+    NvsmiDiagnosis node = node_failure(report, whole);
     report.kind = node.kind;
     report.message = node.message;
     if (!report.failed_gpus.empty()) {
@@ -322,6 +314,36 @@ NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std
                                     report.failed_gpus.size() == 1 ? "" : "s");
     }
   }
+}
+
+NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std::string_view stderr_text,
+                                bool truncated) {
+  ProbeTranscript t = parse_probe_transcript(stdout_text);
+  if (!t.started && t.steps.empty()) return report_unframed(exit_code, stdout_text, stderr_text, truncated);
+
+  NodeGpuReport report;
+  report.truncated = truncated || !t.finished;
+  for (const auto& stray : t.stray_lines) {
+    if (report.warnings.size() < 5) report.warnings.push_back(fmt::format("unexpected probe output: \"{}\"", stray));
+  }
+
+  // -L's GPU lines are good even when it exits non-zero because of one broken GPU.
+  GpuList list;
+  const ProbeIndex steps_only(t, list);
+  if (const ProbeStep* l = steps_only.step("list"); l && l->exit_code) list = parse_nvidia_smi_list(l->stdout_text);
+  const ProbeIndex lookup(t, list);
+
+  const ProbeStep* all = lookup.step("all");
+  XmlStep whole = all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
+  if (whole.log) {
+    take_whole_query(report, *whole.log, list, lookup);
+  } else {
+    take_per_gpu_queries(report, t, lookup, whole.diagnosis);
+  }
+  merge_gpu_lists(report.gpus, list);
+  add_unlisted_failures(report, list, whole.diagnosis.ok() ? nullptr : &whole.diagnosis);
+  conclude(report, whole);
+
   if (report.truncated && report.status != ProbeStatus::failed) {
     report.warnings.push_back("the probe output was cut off before the probe finished");
   }
