@@ -64,9 +64,8 @@ using detail::reasons_of;
 using detail::text_of;
 using detail::version_of;
 
-GpuInfo gpu_of(const NvsmiNode& g, int index) {
-  GpuInfo gpu;
-  gpu.index = index;
+// Identity and modes: UUID, product, bus id, serial, VBIOS, minor number, persistence and compute mode.
+void read_identity(const NvsmiNode& g, GpuInfo& gpu) {
   gpu.uuid = pick(&g, {"uuid", "gpu_uuid"}, text_of());
   gpu.product_name = pick(&g, {"product_name"}, text_of());
   gpu.product_brand = pick(&g, {"product_brand"}, text_of());
@@ -78,89 +77,128 @@ GpuInfo gpu_of(const NvsmiNode& g, int index) {
   gpu.minor_number = pick(&g, {"minor_number"}, int_of());
   gpu.persistence_mode_enabled = pick(&g, {"persistence_mode"}, flag_of());
   gpu.compute_mode = pick(&g, {"compute_mode"}, text_of());
+}
 
-  gpu.mig.current_enabled = pick(&g, {"mig_mode/current_mig", "mig_mode/current"}, flag_of());
-  gpu.mig.pending_enabled = pick(&g, {"mig_mode/pending_mig", "mig_mode/pending"}, flag_of());
-  gpu.mig.devices = mig_devices_of(g);
+MigInfo mig_of(const NvsmiNode& g) {
+  MigInfo mig;
+  mig.current_enabled = pick(&g, {"mig_mode/current_mig", "mig_mode/current"}, flag_of());
+  mig.pending_enabled = pick(&g, {"mig_mode/pending_mig", "mig_mode/pending"}, flag_of());
+  mig.devices = mig_devices_of(g);
+  return mig;
+}
 
-  gpu.virtualization.mode = pick(&g, {"gpu_virtualization_mode/virtualization_mode"}, text_of());
-  gpu.virtualization.host_vgpu_mode = pick(&g, {"gpu_virtualization_mode/host_vgpu_mode"}, text_of());
-  gpu.virtualization.licensed_product_name =
+VirtualizationInfo virtualization_of(const NvsmiNode& g) {
+  VirtualizationInfo v;
+  v.mode = pick(&g, {"gpu_virtualization_mode/virtualization_mode"}, text_of());
+  v.host_vgpu_mode = pick(&g, {"gpu_virtualization_mode/host_vgpu_mode"}, text_of());
+  v.licensed_product_name =
       pick(&g, {"vgpu_software_licensed_product/licensed_product_name", "vgpu_software_licensed_product/product_name"},
            text_of());
-  gpu.virtualization.license_status = pick(&g, {"vgpu_software_licensed_product/license_status"}, text_of());
+  v.license_status = pick(&g, {"vgpu_software_licensed_product/license_status"}, text_of());
+  return v;
+}
 
-  gpu.memory = memory_of(g.child("fb_memory_usage"));
-  if (const NvsmiNode* bar1 = g.child("bar1_memory_usage")) gpu.bar1 = memory_of(bar1);
+Utilization utilization_of(const NvsmiNode* u) {
+  Utilization out;
+  out.gpu_percent = pick(u, {"gpu_util", "gpu"}, int_of("%"));
+  out.memory_percent = pick(u, {"memory_util", "memory"}, int_of("%"));
+  out.encoder_percent = pick(u, {"encoder_util", "encoder"}, int_of("%"));
+  out.decoder_percent = pick(u, {"decoder_util", "decoder"}, int_of("%"));
+  return out;
+}
 
-  const NvsmiNode* u = g.child("utilization");
-  gpu.utilization.gpu_percent = pick(u, {"gpu_util", "gpu"}, int_of("%"));
-  gpu.utilization.memory_percent = pick(u, {"memory_util", "memory"}, int_of("%"));
-  gpu.utilization.encoder_percent = pick(u, {"encoder_util", "encoder"}, int_of("%"));
-  gpu.utilization.decoder_percent = pick(u, {"decoder_util", "decoder"}, int_of("%"));
+Temperature temperature_of(const NvsmiNode* t) {
+  Temperature out;
+  out.gpu_c = pick(t, {"gpu_temp", "gpu_current_temp"}, int_of("C"));
+  out.memory_c = pick(t, {"memory_temp", "memory_current_temp"}, int_of("C"));
+  out.slowdown_threshold_c = pick(t, {"gpu_temp_slow_threshold", "gpu_slowdown_temp"}, int_of("C"));
+  out.shutdown_threshold_c = pick(t, {"gpu_temp_max_threshold", "gpu_shutdown_temp"}, int_of("C"));
+  out.max_operating_c = pick(t, {"gpu_temp_max_gpu_threshold", "gpu_max_operating_temp"}, int_of("C"));
+  out.target_c = pick(t, {"gpu_target_temperature"}, int_of("C"));
+  out.tlimit_margin_c = pick(t, {"gpu_temp_tlimit", "gpu_t_limit_temp"}, int_of("C"));
+  out.slowdown_tlimit_offset_c = pick(t, {"gpu_temp_slow_tlimit_threshold", "gpu_slowdown_t_limit_temp"}, int_of("C"));
+  out.shutdown_tlimit_offset_c = pick(t, {"gpu_temp_max_tlimit_threshold", "gpu_shutdown_t_limit_temp"}, int_of("C"));
+  return out;
+}
 
-  const NvsmiNode* t = g.child("temperature");
-  gpu.temperature.gpu_c = pick(t, {"gpu_temp", "gpu_current_temp"}, int_of("C"));
-  gpu.temperature.memory_c = pick(t, {"memory_temp", "memory_current_temp"}, int_of("C"));
-  gpu.temperature.slowdown_threshold_c = pick(t, {"gpu_temp_slow_threshold", "gpu_slowdown_temp"}, int_of("C"));
-  gpu.temperature.shutdown_threshold_c = pick(t, {"gpu_temp_max_threshold", "gpu_shutdown_temp"}, int_of("C"));
-  gpu.temperature.max_operating_c = pick(t, {"gpu_temp_max_gpu_threshold", "gpu_max_operating_temp"}, int_of("C"));
-  gpu.temperature.target_c = pick(t, {"gpu_target_temperature"}, int_of("C"));
-  gpu.temperature.tlimit_margin_c = pick(t, {"gpu_temp_tlimit", "gpu_t_limit_temp"}, int_of("C"));
-  gpu.temperature.slowdown_tlimit_offset_c =
-      pick(t, {"gpu_temp_slow_tlimit_threshold", "gpu_slowdown_t_limit_temp"}, int_of("C"));
-  gpu.temperature.shutdown_tlimit_offset_c =
-      pick(t, {"gpu_temp_max_tlimit_threshold", "gpu_shutdown_t_limit_temp"}, int_of("C"));
-
-  // v12 (R535) renamed <power_readings> to <gpu_power_readings>; R570 split the draw.
+// v12 (R535) renamed <power_readings> to <gpu_power_readings>; R570 split the draw.
+Power power_of(const NvsmiNode& g) {
   const NvsmiNode* p = first_child(&g, {"gpu_power_readings", "power_readings"});
-  gpu.power.draw_average_w = pick(p, {"average_power_draw"}, number_of("W"));
-  gpu.power.draw_instant_w = pick(p, {"instant_power_draw", "instantaneous_power_draw"}, number_of("W"));
-  gpu.power.draw_w = pick(p, {"power_draw", "average_power_draw", "instant_power_draw", "instantaneous_power_draw"},
-                          number_of("W"));
-  gpu.power.limit_w = pick(p, {"enforced_power_limit", "current_power_limit", "power_limit"}, number_of("W"));
-  gpu.power.requested_limit_w = pick(p, {"requested_power_limit", "power_limit"}, number_of("W"));
-  gpu.power.default_limit_w = pick(p, {"default_power_limit"}, number_of("W"));
-  gpu.power.min_limit_w = pick(p, {"min_power_limit"}, number_of("W"));
-  gpu.power.max_limit_w = pick(p, {"max_power_limit"}, number_of("W"));
+  Power out;
+  out.draw_average_w = pick(p, {"average_power_draw"}, number_of("W"));
+  out.draw_instant_w = pick(p, {"instant_power_draw", "instantaneous_power_draw"}, number_of("W"));
+  out.draw_w = pick(p, {"power_draw", "average_power_draw", "instant_power_draw", "instantaneous_power_draw"},
+                    number_of("W"));
+  out.limit_w = pick(p, {"enforced_power_limit", "current_power_limit", "power_limit"}, number_of("W"));
+  out.requested_limit_w = pick(p, {"requested_power_limit", "power_limit"}, number_of("W"));
+  out.default_limit_w = pick(p, {"default_power_limit"}, number_of("W"));
+  out.min_limit_w = pick(p, {"min_power_limit"}, number_of("W"));
+  out.max_limit_w = pick(p, {"max_power_limit"}, number_of("W"));
+  return out;
+}
 
+std::optional<Clocks> clocks_of(const NvsmiNode& g) {
   const NvsmiNode* clocks = g.child("clocks");
   const NvsmiNode* max_clocks = g.child("max_clocks");
-  if (clocks != nullptr || max_clocks != nullptr) {
-    Clocks c;
-    c.graphics_mhz = pick(clocks, {"graphics_clock", "graphics"}, int_of("MHz"));
-    c.sm_mhz = pick(clocks, {"sm_clock", "sm"}, int_of("MHz"));
-    c.memory_mhz = pick(clocks, {"mem_clock", "memory"}, int_of("MHz"));
-    c.video_mhz = pick(clocks, {"video_clock", "video"}, int_of("MHz"));
-    c.max_graphics_mhz = pick(max_clocks, {"graphics_clock", "graphics"}, int_of("MHz"));
-    c.max_sm_mhz = pick(max_clocks, {"sm_clock", "sm"}, int_of("MHz"));
-    c.max_memory_mhz = pick(max_clocks, {"mem_clock", "memory"}, int_of("MHz"));
-    gpu.clocks = c;
-  }
+  if (clocks == nullptr && max_clocks == nullptr) return std::nullopt;
+  Clocks c;
+  c.graphics_mhz = pick(clocks, {"graphics_clock", "graphics"}, int_of("MHz"));
+  c.sm_mhz = pick(clocks, {"sm_clock", "sm"}, int_of("MHz"));
+  c.memory_mhz = pick(clocks, {"mem_clock", "memory"}, int_of("MHz"));
+  c.video_mhz = pick(clocks, {"video_clock", "video"}, int_of("MHz"));
+  c.max_graphics_mhz = pick(max_clocks, {"graphics_clock", "graphics"}, int_of("MHz"));
+  c.max_sm_mhz = pick(max_clocks, {"sm_clock", "sm"}, int_of("MHz"));
+  c.max_memory_mhz = pick(max_clocks, {"mem_clock", "memory"}, int_of("MHz"));
+  return c;
+}
 
-  gpu.ecc.enabled = pick(&g, {"ecc_mode/current_ecc", "ecc_mode/current"}, flag_of());
-  gpu.ecc.pending_enabled = pick(&g, {"ecc_mode/pending_ecc", "ecc_mode/pending"}, flag_of());
-  gpu.ecc.volatile_counts = ecc_counts_of(g.find("ecc_errors/volatile"));
-  gpu.ecc.aggregate_counts = ecc_counts_of(g.find("ecc_errors/aggregate"));
+Ecc ecc_of(const NvsmiNode& g) {
+  Ecc ecc;
+  ecc.enabled = pick(&g, {"ecc_mode/current_ecc", "ecc_mode/current"}, flag_of());
+  ecc.pending_enabled = pick(&g, {"ecc_mode/pending_ecc", "ecc_mode/pending"}, flag_of());
+  ecc.volatile_counts = ecc_counts_of(g.find("ecc_errors/volatile"));
+  ecc.aggregate_counts = ecc_counts_of(g.find("ecc_errors/aggregate"));
+  return ecc;
+}
 
-  gpu.retired_pages.single_bit_count =
+RetiredPages retired_pages_of(const NvsmiNode& g) {
+  RetiredPages r;
+  r.single_bit_count =
       pick(&g, {"retired_pages/multiple_single_bit_retirement/retired_count", "retired_pages/single_bit_ecc"},
            int64_of());
-  gpu.retired_pages.double_bit_count =
+  r.double_bit_count =
       pick(&g, {"retired_pages/double_bit_retirement/retired_count", "retired_pages/double_bit_ecc"}, int64_of());
-  gpu.retired_pages.pending = pick(&g,
-                                   {"retired_pages/pending_retirement", "retired_pages/pending_blacklist",
-                                    "retired_pages/pending_page_retirement", "retired_pages/pending_page_blacklist"},
-                                   flag_of());
+  r.pending = pick(&g,
+                   {"retired_pages/pending_retirement", "retired_pages/pending_blacklist",
+                    "retired_pages/pending_page_retirement", "retired_pages/pending_page_blacklist"},
+                   flag_of());
+  return r;
+}
 
-  gpu.remapped_rows.correctable =
-      pick(&g, {"remapped_rows/remapped_row_corr", "remapped_rows/correctable_error"}, int64_of());
-  gpu.remapped_rows.uncorrectable =
-      pick(&g, {"remapped_rows/remapped_row_unc", "remapped_rows/uncorrectable_error"}, int64_of());
-  gpu.remapped_rows.pending = pick(&g, {"remapped_rows/remapped_row_pending", "remapped_rows/pending"}, flag_of());
-  gpu.remapped_rows.failure =
-      pick(&g, {"remapped_rows/remapped_row_failure", "remapped_rows/remapping_failure_occurred"}, flag_of());
+RemappedRows remapped_rows_of(const NvsmiNode& g) {
+  RemappedRows r;
+  r.correctable = pick(&g, {"remapped_rows/remapped_row_corr", "remapped_rows/correctable_error"}, int64_of());
+  r.uncorrectable = pick(&g, {"remapped_rows/remapped_row_unc", "remapped_rows/uncorrectable_error"}, int64_of());
+  r.pending = pick(&g, {"remapped_rows/remapped_row_pending", "remapped_rows/pending"}, flag_of());
+  r.failure = pick(&g, {"remapped_rows/remapped_row_failure", "remapped_rows/remapping_failure_occurred"}, flag_of());
+  return r;
+}
 
+GpuInfo gpu_of(const NvsmiNode& g, int index) {
+  GpuInfo gpu;
+  gpu.index = index;
+  read_identity(g, gpu);
+  gpu.mig = mig_of(g);
+  gpu.virtualization = virtualization_of(g);
+  gpu.memory = memory_of(g.child("fb_memory_usage"));
+  if (const NvsmiNode* bar1 = g.child("bar1_memory_usage")) gpu.bar1 = memory_of(bar1);
+  gpu.utilization = utilization_of(g.child("utilization"));
+  gpu.temperature = temperature_of(g.child("temperature"));
+  gpu.power = power_of(g);
+  gpu.clocks = clocks_of(g);
+  gpu.ecc = ecc_of(g);
+  gpu.retired_pages = retired_pages_of(g);
+  gpu.remapped_rows = remapped_rows_of(g);
   gpu.clocks_event_reasons = reasons_of(g);
   gpu.fan_speed_percent = pick(&g, {"fan_speed"}, int_of("%"));
   gpu.performance_state = pick(&g, {"performance_state"}, text_of());
