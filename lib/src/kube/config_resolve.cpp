@@ -299,14 +299,10 @@ Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& r
   return {};
 }
 
-}  // namespace
-
-Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& options,
-                                       const std::vector<std::string>& files) {
-  const std::string all_files = fmt::format("kubeconfig {}", fmt::join(files, ", "));
+// The context named by --context, else the current context.
+Result<const KcContext*> select_context(const Kubeconfig& kc, const LoadOptions& options,
+                                        const std::string& all_files) {
   const std::vector<std::string> context_names = names_of(kc.contexts);
-
-  // The context.
   const bool from_flag = options.context && !options.context->empty();
   const std::string context_name = from_flag ? *options.context : kc.current_context;
   if (context_name.empty()) {
@@ -323,37 +319,39 @@ Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& 
     return fail(Errc::config, fmt::format("kubeconfig {}: current-context \"{}\" does not exist; {}",
                                           kc.current_context_origin, context_name, available("contexts", context_names)));
   }
-  const std::string ctx_prefix = fmt::format("kubeconfig {}: context \"{}\"", ctx->origin, ctx->name);
+  return ctx;
+}
 
-  // Its cluster and user.
-  if (ctx->cluster.empty()) return fail(Errc::config, ctx_prefix + ": cluster is not set");
-  const KcCluster* cluster = kc.find_cluster(ctx->cluster);
-  if (cluster == nullptr) {
-    return fail(Errc::config, fmt::format("{}: cluster \"{}\" does not exist; {}", ctx_prefix, ctx->cluster,
+struct ClusterAndUser {
+  const KcCluster* cluster = nullptr;
+  const KcUser* user = nullptr;
+};
+
+// The context's cluster and user; a context without a user is anonymous, as in kubectl.
+Result<ClusterAndUser> cluster_and_user_of(const Kubeconfig& kc, const KcContext& ctx) {
+  const std::string ctx_prefix = fmt::format("kubeconfig {}: context \"{}\"", ctx.origin, ctx.name);
+  if (ctx.cluster.empty()) return fail(Errc::config, ctx_prefix + ": cluster is not set");
+  ClusterAndUser out;
+  out.cluster = kc.find_cluster(ctx.cluster);
+  if (out.cluster == nullptr) {
+    return fail(Errc::config, fmt::format("{}: cluster \"{}\" does not exist; {}", ctx_prefix, ctx.cluster,
                                           available("clusters", names_of(kc.clusters))));
   }
-  // A context without a user is anonymous, as in kubectl.
   static const KcUser kAnonymous{};
-  const KcUser* user = &kAnonymous;
-  if (!ctx->user.empty()) {
-    user = kc.find_user(ctx->user);
-    if (user == nullptr) {
-      return fail(Errc::config, fmt::format("{}: user \"{}\" does not exist; {}", ctx_prefix, ctx->user,
+  out.user = &kAnonymous;
+  if (!ctx.user.empty()) {
+    out.user = kc.find_user(ctx.user);
+    if (out.user == nullptr) {
+      return fail(Errc::config, fmt::format("{}: user \"{}\" does not exist; {}", ctx_prefix, ctx.user,
                                             available("users", names_of(kc.users))));
     }
   }
+  return out;
+}
 
-  // Everything about the pair that kubectl's ConfirmUsable refuses, reported together.
-  std::vector<Problem> problems;
-  if (!ctx->user.empty()) validate_user(*user, problems);
-  validate_cluster(*cluster, problems);
-  if (!problems.empty()) return fail(combine(problems, ctx->name));
-
-  RestConfig rc;
-  rc.context = ctx->name;
-  rc.cluster = cluster->name;
-  rc.user = ctx->user;
-  rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
+// -n wins over the context's namespace; each must be a DNS-1123 label. A bad -n is a usage error
+// (exit 2), a bad kubeconfig namespace a config error naming the context.
+Result<void> set_namespace(RestConfig& rc, const KcContext& ctx, const LoadOptions& options) {
   if (options.namespace_name && !options.namespace_name->empty()) {
     // The -n flag: a usage error (exit 2), refused before anything is sent.
     if (auto problem = paths::dns_label_problem(*options.namespace_name); !problem.empty()) {
@@ -361,33 +359,65 @@ Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& 
                                                       *options.namespace_name, problem));
     }
     rc.namespace_name = *options.namespace_name;
-  } else if (!ctx->namespace_name.empty()) {
-    if (auto problem = paths::dns_label_problem(ctx->namespace_name); !problem.empty()) {
+  } else if (!ctx.namespace_name.empty()) {
+    if (auto problem = paths::dns_label_problem(ctx.namespace_name); !problem.empty()) {
       return fail(Errc::config, fmt::format("{}: context \"{}\": namespace \"{}\" is not a valid namespace name: it {}; fix the kubeconfig",
-                                            ctx->origin, ctx->name, ctx->namespace_name, problem));
+                                            ctx.origin, ctx.name, ctx.namespace_name, problem));
     }
-    rc.namespace_name = ctx->namespace_name;
+    rc.namespace_name = ctx.namespace_name;
   }
-  auto server = normalize_server(cluster->server);
+  return {};
+}
+
+// The cluster's server, proxy and compression setting, and the user's impersonation.
+Result<void> set_server_and_impersonation(RestConfig& rc, const KcContext& ctx, const KcCluster& cluster,
+                                          const KcUser& user) {
+  auto server = normalize_server(cluster.server);
   if (!server) {
-    return fail(combine({{cluster->origin, fmt::format("cluster \"{}\": {}", cluster->name, server.error().message)}},
-                        ctx->name));
+    return fail(combine({{cluster.origin, fmt::format("cluster \"{}\": {}", cluster.name, server.error().message)}},
+                        ctx.name));
   }
   rc.server = *server;
-  rc.proxy_url = cluster->proxy_url;
-  rc.disable_compression = cluster->disable_compression;
-  if (!user->impersonate.empty()) {
-    rc.impersonate_user = user->impersonate;
-    rc.impersonate_uid = user->impersonate_uid;
-    rc.impersonate_groups = user->impersonate_groups;
-    rc.impersonate_extra = user->impersonate_extra;
+  rc.proxy_url = cluster.proxy_url;
+  rc.disable_compression = cluster.disable_compression;
+  if (!user.impersonate.empty()) {
+    rc.impersonate_user = user.impersonate;
+    rc.impersonate_uid = user.impersonate_uid;
+    rc.impersonate_groups = user.impersonate_groups;
+    rc.impersonate_extra = user.impersonate_extra;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& options,
+                                       const std::vector<std::string>& files) {
+  const std::string all_files = fmt::format("kubeconfig {}", fmt::join(files, ", "));
+  GPUCTL_TRY_ASSIGN(const KcContext* ctx, select_context(kc, options, all_files));
+  GPUCTL_TRY_ASSIGN(ClusterAndUser pair, cluster_and_user_of(kc, *ctx));
+  const KcCluster& cluster = *pair.cluster;
+  const KcUser& user = *pair.user;
+
+  // Everything about the pair that kubectl's ConfirmUsable refuses, reported together.
+  std::vector<Problem> problems;
+  if (!ctx->user.empty()) validate_user(user, problems);
+  validate_cluster(cluster, problems);
+  if (!problems.empty()) return fail(combine(problems, ctx->name));
+
+  RestConfig rc;
+  rc.context = ctx->name;
+  rc.cluster = cluster.name;
+  rc.user = ctx->user;
+  rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
+  GPUCTL_TRY(set_namespace(rc, *ctx, options));
+  GPUCTL_TRY(set_server_and_impersonation(rc, *ctx, cluster, user));
 
   // Like clientcmd, credentials and TLS settings are only used over TLS: a plain-http server
   // (kubectl proxy, a port-forward) gets neither.
   if (!rc.server.starts_with("https://")) return rc;
-  GPUCTL_TRY(add_user_identification(*user, *cluster, rc));
-  GPUCTL_TRY(add_tls(*user, *cluster, rc));
+  GPUCTL_TRY(add_user_identification(user, cluster, rc));
+  GPUCTL_TRY(add_tls(user, cluster, rc));
   return rc;
 }
 
