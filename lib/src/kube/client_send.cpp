@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -37,6 +38,61 @@ std::string warning_text(std::string_view header) {
   return std::string(header);
 }
 
+using Deadline = std::optional<std::chrono::steady_clock::time_point>;
+
+// The -v log of one attempt; never carries credentials.
+void report_request(const ClientOptions& options, const HttpRequest& wire, const Result<HttpResponse>& sent,
+                    std::chrono::milliseconds elapsed, int attempt) {
+  if (!options.on_request) return;
+  RequestLog log{wire.method, redact_url(wire.url), sent ? sent->status : 0, elapsed, attempt,
+                 sent ? std::string() : redact_urls_in(sent.error().message), {}, false, {}};
+  if (sent) {
+    log.protocol = sent->protocol;
+    log.new_connection = sent->new_connection;
+    log.content_encoding = std::string(sent->header("content-encoding"));
+  }
+  options.on_request(log);
+}
+
+// The wait before retrying a transport failure: only reads are retried (a write may have been
+// applied), at most 5 times, with exponential backoff and jitter. Counts the retry.
+std::optional<std::chrono::milliseconds> transport_backoff(const ClientOptions& options, const Error& failure,
+                                                           std::string_view method, int attempt,
+                                                           int& transport_retries, std::mt19937& rng) {
+  if (!failure.transient || !is_idempotent(method) || attempt > options.max_retries || transport_retries >= 5) {
+    return std::nullopt;
+  }
+  ++transport_retries;
+  auto cap = std::min(options.backoff_cap, options.backoff_base * (1 << std::min(transport_retries, 10)));
+  std::uniform_int_distribution<long long> jitter(cap.count() / 2, std::max<long long>(cap.count(), 1));
+  return std::chrono::milliseconds(jitter(rng));
+}
+
+// The wait before retrying a throttled or failing answer that carries Retry-After (clamped to the
+// cap), announced through on_wait when it is a second or more; nullopt when the answer is not
+// retried; an error when waiting would pass the call's deadline. The eviction API's
+// budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
+Result<std::optional<std::chrono::milliseconds>> throttle_wait(const ClientOptions& options,
+                                                               const HttpRequest& request, const HttpRequest& wire,
+                                                               const HttpResponse& response, const Error& error,
+                                                               int attempt, const Deadline& deadline) {
+  bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
+  if (!retryable || attempt > options.max_retries) return std::nullopt;
+  auto wait = std::max<std::chrono::milliseconds>(
+      std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options.retry_after_cap),
+      1ms);
+  if (deadline && std::chrono::steady_clock::now() + wait > *deadline) {
+    return fail(Errc::timeout, fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would pass --request-timeout {}s; retry later or raise --request-timeout",
+                                           wire.method, detail::path_of(wire.url), response.status, *error.retry_after_seconds,
+                                           fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
+  }
+  if (options.on_wait && wait >= 1s) {
+    options.on_wait(fmt::format("waiting {}s: the API server is throttling requests ({}, Retry-After)",
+                                std::chrono::duration_cast<std::chrono::seconds>(wait).count(), response.status));
+  }
+  return wait;
+}
+
 }  // namespace
 
 void Client::sleep_for(std::chrono::milliseconds d) const {
@@ -61,7 +117,7 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
   bool exec_refreshed = false;
   int transport_retries = 0;
   // Watches and streams (timeout 0) have no deadline; a request timeout bounds every retry.
-  std::optional<std::chrono::steady_clock::time_point> deadline;
+  Deadline deadline;
   if (request.timeout.count() > 0) deadline = std::chrono::steady_clock::now() + request.timeout;
   for (int attempt = 1;; ++attempt) {
     // Interrupted (util/cancel.hpp): send nothing new, not even a retry.
@@ -76,30 +132,14 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     }
     auto started = std::chrono::steady_clock::now();
     Result<HttpResponse> sent = on_chunk ? transport_->send_streaming(wire, *on_chunk) : transport_->send(wire);
-    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
-    if (options_.on_request) {
-      RequestLog log{wire.method, redact_url(wire.url), sent ? sent->status : 0, elapsed, attempt,
-                     sent ? std::string() : redact_urls_in(sent.error().message), {}, false, {}};
-      if (sent) {
-        log.protocol = sent->protocol;
-        log.new_connection = sent->new_connection;
-        log.content_encoding = std::string(sent->header("content-encoding"));
-      }
-      options_.on_request(log);
-    }
+    report_request(options_, wire, sent,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started),
+                   attempt);
     if (!sent) {
-      // Only reads are retried after a transport failure: a write may have been applied.
-      if (sent.error().transient && is_idempotent(wire.method) && attempt <= options_.max_retries &&
-          transport_retries < 5) {
-        ++transport_retries;
-        auto cap = std::min(options_.backoff_cap, options_.backoff_base * (1 << std::min(transport_retries, 10)));
-        std::uniform_int_distribution<long long> jitter(cap.count() / 2, std::max<long long>(cap.count(), 1));
-        std::chrono::milliseconds backoff(jitter(rng));
-        if (deadline && std::chrono::steady_clock::now() + backoff > *deadline) return sent;
-        sleep_for(backoff);
-        continue;
-      }
-      return sent;
+      auto backoff = transport_backoff(options_, sent.error(), wire.method, attempt, transport_retries, rng);
+      if (!backoff || (deadline && std::chrono::steady_clock::now() + *backoff > *deadline)) return sent;
+      sleep_for(*backoff);
+      continue;
     }
     HttpResponse& response = *sent;
     if (options_.on_warning) {
@@ -118,24 +158,9 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
       continue;
     }
     Error error = decode_api_error(response, wire.method, wire.url);
-    bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
-    // The eviction API's budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
-    if (retryable && attempt <= options_.max_retries) {
-      auto wait = std::max<std::chrono::milliseconds>(
-          std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options_.retry_after_cap), 1ms);
-      if (deadline && std::chrono::steady_clock::now() + wait > *deadline) {
-        return fail(Errc::timeout, fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would pass --request-timeout {}s; retry later or raise --request-timeout",
-                                               wire.method, detail::path_of(wire.url), response.status, *error.retry_after_seconds,
-                                               fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
-      }
-      if (options_.on_wait && wait >= 1s) {
-        options_.on_wait(fmt::format("waiting {}s: the API server is throttling requests ({}, Retry-After)",
-                                     std::chrono::duration_cast<std::chrono::seconds>(wait).count(), response.status));
-      }
-      sleep_for(wait);
-      continue;
-    }
-    return fail(std::move(error));
+    GPUCTL_TRY_ASSIGN(auto wait, throttle_wait(options_, request, wire, response, error, attempt, deadline));
+    if (!wait) return fail(std::move(error));
+    sleep_for(*wait);
   }
 }
 
