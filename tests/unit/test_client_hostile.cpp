@@ -150,9 +150,11 @@ TEST_CASE("client: a continue token that repeats ends the list with an error", "
   CHECK(fc.fake->requests().size() == 2);
 }
 
-TEST_CASE("client: a list's resourceVersion or continue token that is not a string reads as absent", "[client][hostile]") {
+TEST_CASE("client: a list's resourceVersion or continue token that is not a string reads as absent",
+          "[client][hostile]") {
   // json::value() threw type_error.302 out of the library on these (issue 12, fuzz_api_objects).
-  for (const char* metadata : {R"({"continue":7,"resourceVersion":8})", R"({"continue":{},"resourceVersion":[]})", "3"}) {
+  for (const char* metadata :
+       {R"({"continue":7,"resourceVersion":8})", R"({"continue":{},"resourceVersion":[]})", "3"}) {
     FakeClient fc;
     fc.fake->on("GET", "/api/v1/nodes",
                 json_answer(200, std::string(R"({"metadata":)") + metadata + R"(,"items":[{"metadata":{"name":"a"}}]})"));
@@ -166,7 +168,8 @@ TEST_CASE("client: a list's resourceVersion or continue token that is not a stri
 }
 
 TEST_CASE("client: whoami reads a SelfSubjectReview of any shape without throwing", "[client][hostile]") {
-  for (const char* body : {R"({"status":{"userInfo":{"username":7}}})", R"({"status":"x"})", R"({"status":{"userInfo":[]}})"}) {
+  for (const char* body :
+       {R"({"status":{"userInfo":{"username":7}}})", R"({"status":"x"})", R"({"status":{"userInfo":[]}})"}) {
     FakeClient fc;
     fc.fake->on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", json_answer(201, body));
     INFO(body);

@@ -360,7 +360,8 @@ void to_json(nlohmann::json& j, const NvsmiDiagnosis& v) {
   j = nlohmann::json{{"kind", to_string(v.kind)},
                      {"message", detail::sanitize(v.message)},
                      {"excerpt", detail::sanitize(v.excerpt)},
-                     {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+                     {"pciBusId",
+                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
                      {"exitCode", v.exit_code ? nlohmann::json(*v.exit_code) : nlohmann::json(nullptr)},
                      {"warningOnly", v.warning_only}};
 }
@@ -368,7 +369,8 @@ void to_json(nlohmann::json& j, const NvsmiDiagnosis& v) {
 void to_json(nlohmann::json& j, const KernelGpuEvent& v) {
   j = nlohmann::json{{"kind", to_string(v.kind)},
                      {"xid", v.xid ? nlohmann::json(*v.xid) : nlohmann::json(nullptr)},
-                     {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+                     {"pciBusId",
+                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
                      {"pid", v.pid ? nlohmann::json(*v.pid) : nlohmann::json(nullptr)},
                      {"processName",
                       v.process_name ? nlohmann::json(detail::sanitize(*v.process_name)) : nlohmann::json(nullptr)},
