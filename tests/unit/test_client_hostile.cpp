@@ -153,6 +153,41 @@ TEST_CASE("client: a continue token that repeats ends the list with an error", "
   CHECK(fc.fake->requests().size() == 2);
 }
 
+TEST_CASE("client: a list's resourceVersion or continue token that is not a string reads as absent",
+          "[client][hostile]") {
+  // json::value() threw type_error.302 out of the library on these (issue 12, fuzz_api_objects).
+  for (const char* metadata :
+       {R"({"continue":7,"resourceVersion":8})", R"({"continue":{},"resourceVersion":[]})", "3"}) {
+    FakeClient fc;
+    fc.fake->on("GET", "/api/v1/nodes",
+                json_answer(200, std::string(R"({"metadata":)") + metadata + R"(,"items":[{"metadata":{"name":"a"}}]})"));
+    INFO(metadata);
+    auto r = fc.client->list("/api/v1/nodes");
+    REQUIRE(r);
+    CHECK(r->items.size() == 1);
+    CHECK(r->resource_version.empty());
+    CHECK(fc.fake->requests().size() == 1);
+  }
+}
+
+TEST_CASE("client: whoami reads a SelfSubjectReview of any shape without throwing", "[client][hostile]") {
+  for (const char* body :
+       {R"({"status":{"userInfo":{"username":7}}})", R"({"status":"x"})", R"({"status":{"userInfo":[]}})"}) {
+    FakeClient fc;
+    fc.fake->on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", json_answer(201, body));
+    INFO(body);
+    auto r = fc.client->whoami();
+    REQUIRE(r);
+    CHECK(*r == "tester");  // the kubeconfig's user name, as when the server has no answer
+  }
+  FakeClient fc;
+  fc.fake->on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+              json_answer(201, R"({"status":{"userInfo":{"username":"alice"}}})"));
+  auto r = fc.client->whoami();
+  REQUIRE(r);
+  CHECK(*r == "alice");
+}
+
 TEST_CASE("redact_url: userinfo in server and proxy URLs is never printed", "[client][hostile]") {
   using gpuctl::kube::redact_url;
   using gpuctl::kube::redact_urls_in;

@@ -198,6 +198,22 @@ TEST_CASE("gpu::parse_probe_output: node-level failures", "[probe]") {
   }
 }
 
+TEST_CASE("gpu::parse_probe_output: node output in the report's strings is valid UTF-8", "[probe]") {
+  // fuzz_probe's crash-0ce7...: an "indices" line with invalid UTF-8 as its source went into
+  // `enumeration` unsanitized, and -o json threw on dump().
+  const std::string mm = fixture("nvidia-smi-errors/issue__nvml-driver-library-version-mismatch__old.txt");
+  std::string out = cat(kStart, step("all", mm, "", 18), step("list", mm, "", 18), M, "indices d\xff\x1bv 0\n",
+                        step("gpu-0", mm, "", 18), "stray \xc3\x28 line\n", kDone);
+  NodeGpuReport r = parse_probe_output(0, out, "");
+  CHECK(r.status == ProbeStatus::failed);
+  CHECK(r.enumeration == "d??v");
+  REQUIRE_FALSE(r.warnings.empty());
+  CHECK(r.warnings.front().find("stray ?( line") != std::string::npos);
+  nlohmann::json j = r;
+  CHECK_NOTHROW(j.dump());
+  CHECK(j["enumeration"] == "d??v");
+}
+
 TEST_CASE("gpu::parse_probe_output: output cut off by the caller's cap or deadline", "[probe]") {
   const std::string xml = fixture(kXml2070);
   SECTION("in the middle of the whole query") {

@@ -71,6 +71,16 @@ TEST_CASE("ops::build_job_list keeps GPU jobs and gives each its own pods", "[jo
   CHECK(doc["items"][1]["nodes"] == json::array({"gpu-1"}));
 }
 
+TEST_CASE("ops::build_job_list reads jobs, pods and events that are not objects without throwing", "[jobs]") {
+  // fuzz_api_objects' crash-4bd5...: json::value() on a number threw type_error.306.
+  const auto now = at("2026-12-02T11:00:00Z");
+  std::vector<json> objects = {json(0), json("x"), json::array({1}), json(nullptr)};
+  ops::JobList list;
+  REQUIRE_NOTHROW(list = ops::build_job_list(objects, objects, objects, true, now));
+  CHECK(list.jobs.size() == objects.size());
+  CHECK_NOTHROW(ops::to_json(list).dump());
+}
+
 TEST_CASE("ops::clean_verdict removes finished jobs older than --older-than only", "[jobs]") {
   const auto now = at("2026-12-02T12:00:00Z");
   using std::chrono::hours;

@@ -81,6 +81,17 @@ TEST_CASE("ops::build_node_inventory counts GPU requests of non-terminal pods pe
   CHECK(inv.products[1].product == "nvidia-tesla-t4");
 }
 
+TEST_CASE("ops::build_node_inventory skips objects that are not objects, and never throws", "[nodes]") {
+  // fuzz_api_objects' crash-4bd5...: a number where a node or pod belongs made json::value() throw
+  // type_error.306.
+  std::vector<json> objects = {json(0), json("x"), json::array({1}), json(nullptr), json(true)};
+  gpuctl::ops::NodeInventory inv;
+  REQUIRE_NOTHROW(inv = build_node_inventory(objects, objects, true, kNow));
+  CHECK(inv.nodes.empty());
+  CHECK(inv.skipped.size() == 2 * objects.size());
+  CHECK_NOTHROW(gpuctl::ops::to_json(inv).dump());
+}
+
 TEST_CASE("ops::build_node_inventory applies the init-container and overhead rule", "[nodes]") {
   std::vector<json> nodes = {gpu_node("n", 8, 8)};
   SECTION("an init container larger than the app containers' sum wins") {

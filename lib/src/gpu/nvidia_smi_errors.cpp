@@ -1,5 +1,6 @@
 #include "gpuctl/gpu/nvidia_smi_errors.hpp"
 
+#include <array>
 #include <charconv>
 
 #include <fmt/format.h>
@@ -130,38 +131,53 @@ std::string exit_suffix(std::optional<int> rc) {
   return meaning.empty() ? fmt::format(" (exit {})", *rc) : fmt::format(" (exit {}: {})", *rc, meaning);
 }
 
-}  // namespace
+// The lines to search, stderr first: that is where nvidia-smi and the shell put errors.
+using Sources = std::array<const std::vector<std::string_view>*, 2>;
 
-NvsmiDiagnosis classify_nvidia_smi_run(std::optional<int> exit_code, std::string_view stdout_text,
-                                       std::string_view stderr_text) {
-  NvsmiDiagnosis d;
-  d.exit_code = exit_code;
-  // stderr first: that is where nvidia-smi and the shell put errors.
-  std::vector<std::string_view> err_lines = detail::split_lines(stderr_text);
-  std::vector<std::string_view> out_lines = detail::split_lines(stdout_text);
-  const std::vector<std::string_view>* sources[] = {&err_lines, &out_lines};
+// The diagnosis from line `i` of `lines`: the kind, the summary quoting the line, the excerpt
+// around it and the bus id it names.
+void diagnose_line(NvsmiDiagnosis& d, NvsmiErrorKind kind, std::string_view summary,
+                   const std::vector<std::string_view>& lines, std::size_t i) {
+  d.kind = kind;
+  std::string_view line = trim(lines[i]);
+  d.excerpt = detail::excerpt_around(lines, i);
+  d.pci_bus_id = detail::find_pci_bus_id(line);
+  d.warning_only = kind == NvsmiErrorKind::inforom_corrupted;
+  d.message = fmt::format("{}: \"{}\"{}", summary, detail::one_line(line, 160), exit_suffix(d.exit_code));
+}
 
-  auto finish = [&](NvsmiErrorKind kind, std::string_view summary, const std::vector<std::string_view>& lines,
-                    std::size_t i) {
-    d.kind = kind;
-    std::string_view line = trim(lines[i]);
-    d.excerpt = detail::excerpt_around(lines, i);
-    d.pci_bus_id = detail::find_pci_bus_id(line);
-    d.warning_only = kind == NvsmiErrorKind::inforom_corrupted;
-    d.message = fmt::format("{}: \"{}\"{}", summary, detail::one_line(line, 160), exit_suffix(exit_code));
-  };
-
-  // nvidia-smi missing: the shell's message, which names the command.
-  if (exit_code == 127 || exit_code == 126 || !exit_code) {
-    for (const auto* lines : sources) {
-      for (std::size_t i = 0; i < lines->size(); ++i) {
-        if (is_missing_command((*lines)[i])) {
-          finish(NvsmiErrorKind::nvidia_smi_missing, "nvidia-smi is not installed or not on PATH", *lines, i);
-          return d;
-        }
+// nvidia-smi missing: the shell's message, which names the command.
+bool diagnose_missing_command(NvsmiDiagnosis& d, const Sources& sources) {
+  for (const auto* lines : sources) {
+    for (std::size_t i = 0; i < lines->size(); ++i) {
+      if (is_missing_command((*lines)[i])) {
+        diagnose_line(d, NvsmiErrorKind::nvidia_smi_missing, "nvidia-smi is not installed or not on PATH", *lines, i);
+        return true;
       }
     }
   }
+  return false;
+}
+
+// "Unable to determine the device handle for GPU 0000:0B:00.0: <reason>"
+void diagnose_device_handle(NvsmiDiagnosis& d, const std::vector<std::string_view>& lines, std::size_t i) {
+  std::string_view line = lines[i];
+  std::optional<std::string> bus = detail::find_pci_bus_id(line);
+  std::string bus_text = bus ? *bus : std::string("?");
+  if (icontains(line, "Insufficient Permissions")) {
+    diagnose_line(d, NvsmiErrorKind::insufficient_permissions,
+                  fmt::format("nvidia-smi is not allowed to access GPU {}", bus_text), lines, i);
+  } else {
+    diagnose_line(d, NvsmiErrorKind::gpu_lost,
+                  fmt::format("GPU {} does not answer (lost, fallen off the bus, or wedged: reset it or reboot "
+                              "the node)",
+                              bus_text),
+                  lines, i);
+  }
+}
+
+// The first rule, in order, whose needle a line contains; false when none does.
+bool diagnose_by_rules(NvsmiDiagnosis& d, const Sources& sources) {
   for (const Rule& rule : rules()) {
     for (const auto* lines : sources) {
       for (std::size_t i = 0; i < lines->size(); ++i) {
@@ -170,37 +186,29 @@ NvsmiDiagnosis classify_nvidia_smi_run(std::optional<int> exit_code, std::string
         for (std::string_view needle : rule.needles) hit = hit || icontains(line, needle);
         if (!hit) continue;
         if (rule.needles.front() == kDeviceHandle) {
-          // "Unable to determine the device handle for GPU 0000:0B:00.0: <reason>"
-          std::optional<std::string> bus = detail::find_pci_bus_id(line);
-          std::string bus_text = bus ? *bus : std::string("?");
-          if (icontains(line, "Insufficient Permissions")) {
-            finish(NvsmiErrorKind::insufficient_permissions,
-                   fmt::format("nvidia-smi is not allowed to access GPU {}", bus_text), *lines, i);
-          } else {
-            finish(NvsmiErrorKind::gpu_lost,
-                   fmt::format("GPU {} does not answer (lost, fallen off the bus, or wedged: reset it or reboot "
-                               "the node)",
-                               bus_text),
-                   *lines, i);
-          }
-          return d;
+          diagnose_device_handle(d, *lines, i);
+          return true;
         }
-        finish(rule.kind, rule.summary, *lines, i);
+        diagnose_line(d, rule.kind, rule.summary, *lines, i);
         if (rule.kind == NvsmiErrorKind::driver_library_mismatch) {
           // The CI-log form adds "NVML library version: 550.144" on the next line.
           for (std::string_view l : *lines) {
             if (icontains(l, "NVML library version")) d.message += fmt::format(" [{}]", detail::one_line(l, 60));
           }
         }
-        return d;
+        return true;
       }
     }
   }
-  if (!exit_code) return d;  // nothing known, nothing decisive
-  d.kind = kind_for_exit_code(*exit_code);
-  if (d.kind == NvsmiErrorKind::ok) return d;
+  return false;
+}
+
+// No known message: the exit code's kind, quoting the first non-empty line, if any, and the man
+// page's meaning.
+void diagnose_by_exit_code(NvsmiDiagnosis& d, const Sources& sources, int exit_code) {
+  d.kind = kind_for_exit_code(exit_code);
+  if (d.kind == NvsmiErrorKind::ok) return;
   d.warning_only = d.kind == NvsmiErrorKind::inforom_corrupted;
-  // No known message: quote the first non-empty line, if any, and the man page's meaning.
   std::string first;
   for (const auto* lines : sources) {
     for (std::size_t i = 0; i < lines->size() && first.empty(); ++i) {
@@ -213,8 +221,25 @@ NvsmiDiagnosis classify_nvidia_smi_run(std::optional<int> exit_code, std::string
   }
   std::string_view summary = d.kind == NvsmiErrorKind::nvidia_smi_missing ? "nvidia-smi could not be run"
                                                                            : "nvidia-smi failed";
-  d.message = first.empty() ? fmt::format("{}{}", summary, exit_suffix(exit_code))
-                            : fmt::format("{}: \"{}\"{}", summary, first, exit_suffix(exit_code));
+  d.message = first.empty() ? fmt::format("{}{}", summary, exit_suffix(d.exit_code))
+                            : fmt::format("{}: \"{}\"{}", summary, first, exit_suffix(d.exit_code));
+}
+
+}  // namespace
+
+NvsmiDiagnosis classify_nvidia_smi_run(std::optional<int> exit_code, std::string_view stdout_text,
+                                       std::string_view stderr_text) {
+  NvsmiDiagnosis d;
+  d.exit_code = exit_code;
+  std::vector<std::string_view> err_lines = detail::split_lines(stderr_text);
+  std::vector<std::string_view> out_lines = detail::split_lines(stdout_text);
+  const Sources sources = {&err_lines, &out_lines};
+  if (exit_code == 127 || exit_code == 126 || !exit_code) {
+    if (diagnose_missing_command(d, sources)) return d;
+  }
+  if (diagnose_by_rules(d, sources)) return d;
+  if (!exit_code) return d;  // nothing known, nothing decisive
+  diagnose_by_exit_code(d, sources, *exit_code);
   return d;
 }
 
@@ -335,7 +360,8 @@ void to_json(nlohmann::json& j, const NvsmiDiagnosis& v) {
   j = nlohmann::json{{"kind", to_string(v.kind)},
                      {"message", detail::sanitize(v.message)},
                      {"excerpt", detail::sanitize(v.excerpt)},
-                     {"pciBusId", v.pci_bus_id ? nlohmann::json(*v.pci_bus_id) : nlohmann::json(nullptr)},
+                     {"pciBusId",
+                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
                      {"exitCode", v.exit_code ? nlohmann::json(*v.exit_code) : nlohmann::json(nullptr)},
                      {"warningOnly", v.warning_only}};
 }
@@ -343,9 +369,11 @@ void to_json(nlohmann::json& j, const NvsmiDiagnosis& v) {
 void to_json(nlohmann::json& j, const KernelGpuEvent& v) {
   j = nlohmann::json{{"kind", to_string(v.kind)},
                      {"xid", v.xid ? nlohmann::json(*v.xid) : nlohmann::json(nullptr)},
-                     {"pciBusId", v.pci_bus_id ? nlohmann::json(*v.pci_bus_id) : nlohmann::json(nullptr)},
+                     {"pciBusId",
+                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
                      {"pid", v.pid ? nlohmann::json(*v.pid) : nlohmann::json(nullptr)},
-                     {"processName", v.process_name ? nlohmann::json(*v.process_name) : nlohmann::json(nullptr)},
+                     {"processName",
+                      v.process_name ? nlohmann::json(detail::sanitize(*v.process_name)) : nlohmann::json(nullptr)},
                      {"message", detail::sanitize(v.message)},
                      {"timestamp", detail::sanitize(v.timestamp)},
                      {"lineNumber", v.line_number}};

@@ -197,6 +197,81 @@ std::string_view after(std::string_view line, std::string_view label) {
   return rest.substr(0, end);
 }
 
+// "| NVIDIA-SMI 550.90.07   Driver Version: 550.90.07   CUDA Version: 12.4 |";
+// R610: "| NVIDIA-SMI 610.62   KMD Version: 610.62   CUDA UMD Version: 13.3 |". False when `line`
+// is not the header.
+bool read_table_header(std::string_view line, NvidiaSmiLog& log) {
+  if (line.find("NVIDIA-SMI") == std::string_view::npos ||
+      (line.find("Driver Version:") == std::string_view::npos && line.find("KMD Version:") == std::string_view::npos)) {
+    return false;
+  }
+  std::string_view driver = after(line, "Driver Version:");
+  std::string_view cuda = after(line, "CUDA Version:");
+  log.driver_version = parse_text(driver.empty() ? after(line, "KMD Version:") : driver);
+  log.cuda_version = parse_text(cuda.empty() ? after(line, "CUDA UMD Version:") : cuda);
+  return true;
+}
+
+Reported<int> narrow_int(const Reported<std::int64_t>& v) {
+  return v ? Reported<int>(static_cast<int>(*v)) : Reported<int>::absent(v.absence());
+}
+
+// First row of a GPU: "|   0  NVIDIA H100 80GB HBM3   On  |   00000000:19:00.0 Off |   0 |" (at
+// least three cells); nullopt when the row does not start a GPU.
+std::optional<GpuInfo> gpu_of_first_row(const std::vector<std::string_view>& c1) {
+  std::string_view first = trim(c1[0]);
+  auto idx = leading_int(first);
+  std::optional<std::string> bus = detail::find_pci_bus_id(c1[1]);
+  if (!idx || !bus) return std::nullopt;
+  GpuInfo g;
+  g.index = *idx;
+  std::vector<std::string_view> name_tokens = tokens(first);
+  if (!name_tokens.empty()) {
+    g.persistence_mode_enabled = parse_flag(name_tokens.back());
+    std::string_view name = trim(first.substr(0, static_cast<std::size_t>(name_tokens.back().data() - first.data())));
+    g.product_name = parse_text(name);
+  }
+  std::vector<std::string_view> bus_tokens = tokens(c1[1]);
+  g.pci_bus_id = std::string(bus_tokens.front());
+  std::vector<std::string_view> ecc = tokens(c1[2]);
+  if (ecc.size() == 1) g.ecc.volatile_counts.uncorrected = parse_integer(ecc[0]);
+  return g;
+}
+
+// Second row: "| N/A   27C    P0             72W /  700W |  1MiB /  81559MiB |  0%  Default |"
+void read_second_row(std::string_view line, GpuInfo& g) {
+  std::vector<std::string_view> c2 = table_cells(line);
+  if (c2.size() < 3) return;
+  std::vector<std::string_view> t = tokens(c2[0]);
+  if (t.size() >= 3) {
+    g.fan_speed_percent = narrow_int(parse_integer(t[0], "%"));
+    g.temperature.gpu_c = narrow_int(parse_integer(t[1], "C"));
+    g.performance_state = parse_text(t[2]);
+  }
+  if (t.size() >= 6 && t[4] == "/") {
+    g.power.draw_w = parse_number(t[3], "W");
+    g.power.limit_w = parse_number(t[5], "W");
+  }
+  std::vector<std::string_view> m = tokens(c2[1]);
+  if (m.size() == 3 && m[1] == "/") {
+    g.memory.used_mib = parse_integer(m[0], "MiB");
+    g.memory.total_mib = parse_integer(m[2], "MiB");
+  }
+  std::vector<std::string_view> u = tokens(c2[2]);
+  if (!u.empty()) {
+    g.utilization.gpu_percent = narrow_int(parse_integer(u[0], "%"));
+    std::string_view mode = trim(c2[2]);
+    mode = trim(mode.substr(static_cast<std::size_t>(u[0].data() + u[0].size() - mode.data())));
+    if (!mode.empty()) g.compute_mode = std::string(mode);
+  }
+}
+
+// Third row (R450+): "MIG M." in the last column.
+void read_third_row(std::string_view line, GpuInfo& g) {
+  std::vector<std::string_view> c3 = table_cells(line);
+  if (c3.size() >= 3 && trim(c3[0]).empty()) g.mig.current_enabled = parse_flag(c3[2]);
+}
+
 }  // namespace
 
 Result<NvidiaSmiLog> parse_nvidia_smi_table(std::string_view text) {
@@ -205,75 +280,19 @@ Result<NvidiaSmiLog> parse_nvidia_smi_table(std::string_view text) {
   bool header = false;
   for (std::size_t i = 0; i < lines.size(); ++i) {
     std::string_view line = lines[i];
-    // "| NVIDIA-SMI 550.90.07   Driver Version: 550.90.07   CUDA Version: 12.4 |";
-    // R610: "| NVIDIA-SMI 610.62   KMD Version: 610.62   CUDA UMD Version: 13.3 |".
-    if (!header && line.find("NVIDIA-SMI") != std::string_view::npos &&
-        (line.find("Driver Version:") != std::string_view::npos || line.find("KMD Version:") != std::string_view::npos)) {
+    if (!header && read_table_header(line, log)) {
       header = true;
-      std::string_view driver = after(line, "Driver Version:");
-      std::string_view cuda = after(line, "CUDA Version:");
-      log.driver_version = parse_text(driver.empty() ? after(line, "KMD Version:") : driver);
-      log.cuda_version = parse_text(cuda.empty() ? after(line, "CUDA UMD Version:") : cuda);
       continue;
     }
     std::vector<std::string_view> c1 = table_cells(line);
     if (!header || c1.size() < 3 || i + 1 >= lines.size()) continue;
-    // First row of a GPU: "|   0  NVIDIA H100 80GB HBM3   On  |   00000000:19:00.0 Off |   0 |"
-    std::string_view first = trim(c1[0]);
-    auto idx = leading_int(first);
-    std::optional<std::string> bus = detail::find_pci_bus_id(c1[1]);
-    if (!idx || !bus) continue;
-    GpuInfo g;
-    g.index = *idx;
-    std::vector<std::string_view> name_tokens = tokens(first);
-    if (!name_tokens.empty()) {
-      g.persistence_mode_enabled = parse_flag(name_tokens.back());
-      std::string_view name = trim(first.substr(0, static_cast<std::size_t>(name_tokens.back().data() - first.data())));
-      g.product_name = parse_text(name);
-    }
-    std::vector<std::string_view> bus_tokens = tokens(c1[1]);
-    g.pci_bus_id = std::string(bus_tokens.front());
-    std::vector<std::string_view> ecc = tokens(c1[2]);
-    if (ecc.size() == 1) g.ecc.volatile_counts.uncorrected = parse_integer(ecc[0]);
-    // Second row: "| N/A   27C    P0             72W /  700W |  1MiB /  81559MiB |  0%  Default |"
-    std::vector<std::string_view> c2 = table_cells(lines[i + 1]);
-    if (c2.size() >= 3) {
-      std::vector<std::string_view> t = tokens(c2[0]);
-      if (t.size() >= 3) {
-        g.fan_speed_percent = [&] {
-          Reported<std::int64_t> v = parse_integer(t[0], "%");
-          return v ? Reported<int>(static_cast<int>(*v)) : Reported<int>::absent(v.absence());
-        }();
-        Reported<std::int64_t> temp = parse_integer(t[1], "C");
-        g.temperature.gpu_c = temp ? Reported<int>(static_cast<int>(*temp)) : Reported<int>::absent(temp.absence());
-        g.performance_state = parse_text(t[2]);
-      }
-      if (t.size() >= 6 && t[4] == "/") {
-        g.power.draw_w = parse_number(t[3], "W");
-        g.power.limit_w = parse_number(t[5], "W");
-      }
-      std::vector<std::string_view> m = tokens(c2[1]);
-      if (m.size() == 3 && m[1] == "/") {
-        g.memory.used_mib = parse_integer(m[0], "MiB");
-        g.memory.total_mib = parse_integer(m[2], "MiB");
-      }
-      std::vector<std::string_view> u = tokens(c2[2]);
-      if (!u.empty()) {
-        Reported<std::int64_t> util = parse_integer(u[0], "%");
-        g.utilization.gpu_percent = util ? Reported<int>(static_cast<int>(*util)) : Reported<int>::absent(util.absence());
-        std::string_view mode = trim(c2[2]);
-        mode = trim(mode.substr(static_cast<std::size_t>(u[0].data() + u[0].size() - mode.data())));
-        if (!mode.empty()) g.compute_mode = std::string(mode);
-      }
-    }
-    // Third row (R450+): "MIG M." in the last column.
-    if (i + 2 < lines.size()) {
-      std::vector<std::string_view> c3 = table_cells(lines[i + 2]);
-      if (c3.size() >= 3 && trim(c3[0]).empty()) g.mig.current_enabled = parse_flag(c3[2]);
-    }
-    g.driver_version = log.driver_version;
-    g.cuda_version = log.cuda_version;
-    log.gpus.push_back(std::move(g));
+    std::optional<GpuInfo> g = gpu_of_first_row(c1);
+    if (!g) continue;
+    read_second_row(lines[i + 1], *g);
+    if (i + 2 < lines.size()) read_third_row(lines[i + 2], *g);
+    g->driver_version = log.driver_version;
+    g->cuda_version = log.cuda_version;
+    log.gpus.push_back(std::move(*g));
     ++i;
   }
   if (!header) return fail(Errc::parse, "not an nvidia-smi table: no \"NVIDIA-SMI ... Driver Version:\" header line");

@@ -129,4 +129,23 @@ std::string trim(std::string_view text);
 // Whether text holds a PEM block ("-----BEGIN ").
 bool looks_like_pem(std::string_view text);
 
+// Shared by config_resolve.cpp and config_credentials.cpp.
+
+// One thing wrong with the selected user or cluster: the file that defined the entry, and
+// `user "u": field: problem`.
+struct Problem {
+  std::string file;
+  std::string text;
+};
+
+// "kubeconfig F: context "c": p1; p2" (grouped by file when entries come from several).
+Error combine(const std::vector<Problem>& problems, const std::string& context);
+
+// Credentials: token, client certificate, basic auth, exec (rest's user identification).
+Result<void> add_user_identification(const KcUser& user, const KcCluster& cluster, RestConfig& rc);
+
+// TLS: the CA, insecure-skip-tls-verify, tls-server-name and the client key pair
+// (transport.TLSConfigFor).
+Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& rc);
+
 }  // namespace gpuctl::kube::detail

@@ -1,7 +1,8 @@
 // From a merged kubeconfig to a RestConfig, in the order kubectl checks things:
 // context selection (clientcmd DirectClientConfig.ClientConfig), validation of the selected
 // user and cluster (ConfirmUsable), then what rest.Config.TransportConfig and
-// transport.TLSConfigFor refuse (exec apiVersion, auth-provider, CA with insecure, PEM data).
+// transport.TLSConfigFor refuse (exec apiVersion, auth-provider, CA with insecure, PEM data; in
+// config_credentials.cpp).
 #include <algorithm>
 #include <cctype>
 
@@ -12,14 +13,6 @@
 #include "kube/config_internal.hpp"
 
 namespace gpuctl::kube::detail {
-namespace {
-
-// One thing wrong with the selected user or cluster: the file that defined the entry, and
-// `user "u": field: problem`.
-struct Problem {
-  std::string file;
-  std::string text;
-};
 
 // "kubeconfig F: context "c": p1; p2" (grouped by file when entries come from several).
 Error combine(const std::vector<Problem>& problems, const std::string& context) {
@@ -41,6 +34,8 @@ Error combine(const std::vector<Problem>& problems, const std::string& context) 
   }
   return fail(Errc::config, message).error();
 }
+
+namespace {
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
@@ -154,56 +149,6 @@ void validate_cluster(const KcCluster& c, std::vector<Problem>& out) {
   }
 }
 
-std::optional<std::string> exec_api_version_problem(const std::string& version) {
-  if (version == kExecApiV1 || version == kExecApiV1beta1) return std::nullopt;
-  if (version == kExecApiV1alpha1) {
-    return fmt::format(
-        "exec plugin: invalid apiVersion \"{}\": v1alpha1 was removed in Kubernetes 1.24; regenerate the "
-        "kubeconfig with a current version of the tool that wrote it (e.g. aws eks update-kubeconfig), or "
-        "use {} if the plugin supports it",
-        version, kExecApiV1beta1);
-  }
-  return fmt::format("exec plugin: invalid apiVersion \"{}\" (supported: {}, {})", version, kExecApiV1, kExecApiV1beta1);
-}
-
-// auth-provider: only the exec mechanism is supported; the messages for gcp and azure are
-// kubectl's own, on one line.
-std::string auth_provider_problem(const std::string& name) {
-  if (name == "gcp") {
-    return "auth-provider \"gcp\": The gcp auth plugin has been removed. Please use the \"gke-gcloud-auth-plugin\" "
-           "kubectl/client-go credential plugin instead. See "
-           "https://cloud.google.com/blog/products/containers-kubernetes/kubectl-auth-changes-in-gke for further details";
-  }
-  if (name == "azure") {
-    return fmt::format(
-        "auth-provider \"azure\": The azure auth plugin has been removed. Please use the "
-        "https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead. See {} for further details",
-        kCredentialPluginDocs);
-  }
-  if (name == "oidc") {
-    return fmt::format(
-        "auth-provider \"oidc\" is not supported by gpuctl: use an exec credential plugin instead, such as kubelogin "
-        "(https://github.com/int128/kubelogin); see {}",
-        kCredentialPluginDocs);
-  }
-  return fmt::format(
-      "auth-provider \"{}\": no Auth Provider found for name \"{}\"; gpuctl supports exec credential plugins "
-      "instead (e.g. gke-gcloud-auth-plugin, kubelogin; see {})",
-      name, name, kCredentialPluginDocs);
-}
-
-// Reads a file-or-data pair: data wins (validation already refused both).
-Result<std::string> data_or_file(const std::string& data, const std::string& file) {
-  if (!data.empty() || file.empty()) return data;
-  return read_text_file(file);
-}
-
-// kubectl config view prints this instead of certificate data; base64-valid but not PEM.
-bool omitted_by_config_view(const std::string& decoded) {
-  std::string encoded = base64_encode(decoded);
-  return encoded == "DATA+OMITTED" || encoded == "REDACTED";
-}
-
 // "available contexts: a, b", or how many there are when the list would be long.
 std::string available(const char* what, const std::vector<std::string>& names) {
   constexpr std::size_t kShort = 10;
@@ -223,90 +168,10 @@ std::vector<std::string> names_of(const std::vector<T>& entries) {
   return names;
 }
 
-// Credentials: token, client certificate, basic auth, exec (rest's user identification).
-Result<void> add_user_identification(const KcUser& user, const KcCluster& cluster, RestConfig& rc) {
-  auto problem = [&](std::string_view field, const std::string& text) {
-    std::string prefix = fmt::format("user \"{}\": ", user.name);
-    if (!field.empty()) prefix += std::string(field) + ": ";
-    return std::unexpected<Error>(combine({{user.origin, prefix + text}}, rc.context));
-  };
-  if (!user.token.empty()) {
-    rc.bearer_token = user.token;
-    rc.token_file = user.token_file;
-  } else if (!user.token_file.empty()) {
-    auto token = read_text_file(user.token_file);
-    if (!token) return problem("tokenFile", token.error().message);
-    rc.bearer_token = trim(*token);
-    rc.token_file = user.token_file;
-  }
-  rc.username = user.username;
-  rc.password = user.password;
-  if (user.exec) {
-    if (auto p = exec_api_version_problem(user.exec->api_version)) return problem("exec.apiVersion", *p);
-    rc.exec = *user.exec;
-    rc.exec->install_hint = clean_control_characters(rc.exec->install_hint);
-    rc.exec_cluster_config_json = cluster.exec_extension_json;
-  }
-  if (user.auth_provider) return problem("", auth_provider_problem(*user.auth_provider));
-  return {};
-}
-
-// TLS: the CA, insecure-skip-tls-verify, tls-server-name and the client key pair
-// (transport.TLSConfigFor).
-Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& rc) {
-  auto cluster_problem = [&](std::string_view field, const std::string& text) {
-    return std::unexpected<Error>(
-        combine({{cluster.origin, fmt::format("cluster \"{}\": {}: {}", cluster.name, field, text)}}, rc.context));
-  };
-  auto user_problem = [&](std::string_view field, const std::string& text) {
-    return std::unexpected<Error>(
-        combine({{user.origin, fmt::format("user \"{}\": {}: {}", user.name, field, text)}}, rc.context));
-  };
-  const bool has_ca = !cluster.certificate_authority.empty() || !cluster.certificate_authority_data.empty();
-  if (cluster.insecure_skip_tls_verify && has_ca) {
-    return cluster_problem("insecure-skip-tls-verify",
-                           "specifying a root certificates file with the insecure flag is not allowed");
-  }
-  rc.insecure_skip_tls_verify = cluster.insecure_skip_tls_verify;
-  rc.tls_server_name = cluster.tls_server_name;
-
-  const char* ca_field = cluster.certificate_authority_data.empty() ? "certificate-authority" : "certificate-authority-data";
-  auto ca = data_or_file(cluster.certificate_authority_data, cluster.certificate_authority);
-  if (!ca) return cluster_problem(ca_field, ca.error().message);
-  const char* cert_field = user.client_certificate_data.empty() ? "client-certificate" : "client-certificate-data";
-  auto cert = data_or_file(user.client_certificate_data, user.client_certificate);
-  if (!cert) return user_problem(cert_field, cert.error().message);
-  const char* key_field = user.client_key_data.empty() ? "client-key" : "client-key-data";
-  auto key = data_or_file(user.client_key_data, user.client_key);
-  if (!key) return user_problem(key_field, key.error().message);
-
-  if (!ca->empty() && !looks_like_pem(*ca)) {
-    std::string text = "unable to load root certificates: unable to parse bytes as PEM block";
-    if (omitted_by_config_view(cluster.certificate_authority_data)) {
-      text += " (the data was omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view --raw\")";
-    }
-    return cluster_problem(ca_field, text);
-  }
-  if (!cert->empty() && !looks_like_pem(*cert)) {
-    return user_problem(cert_field, "tls: failed to find any PEM data in certificate input");
-  }
-  if (!key->empty() && !looks_like_pem(*key)) {
-    return user_problem(key_field, "tls: failed to find any PEM data in key input");
-  }
-  rc.ca_pem = std::move(*ca);
-  rc.client_cert_pem = std::move(*cert);
-  rc.client_key_pem = std::move(*key);
-  return {};
-}
-
-}  // namespace
-
-Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& options,
-                                       const std::vector<std::string>& files) {
-  const std::string all_files = fmt::format("kubeconfig {}", fmt::join(files, ", "));
+// The context named by --context, else the current context.
+Result<const KcContext*> select_context(const Kubeconfig& kc, const LoadOptions& options,
+                                        const std::string& all_files) {
   const std::vector<std::string> context_names = names_of(kc.contexts);
-
-  // The context.
   const bool from_flag = options.context && !options.context->empty();
   const std::string context_name = from_flag ? *options.context : kc.current_context;
   if (context_name.empty()) {
@@ -323,37 +188,39 @@ Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& 
     return fail(Errc::config, fmt::format("kubeconfig {}: current-context \"{}\" does not exist; {}",
                                           kc.current_context_origin, context_name, available("contexts", context_names)));
   }
-  const std::string ctx_prefix = fmt::format("kubeconfig {}: context \"{}\"", ctx->origin, ctx->name);
+  return ctx;
+}
 
-  // Its cluster and user.
-  if (ctx->cluster.empty()) return fail(Errc::config, ctx_prefix + ": cluster is not set");
-  const KcCluster* cluster = kc.find_cluster(ctx->cluster);
-  if (cluster == nullptr) {
-    return fail(Errc::config, fmt::format("{}: cluster \"{}\" does not exist; {}", ctx_prefix, ctx->cluster,
+struct ClusterAndUser {
+  const KcCluster* cluster = nullptr;
+  const KcUser* user = nullptr;
+};
+
+// The context's cluster and user; a context without a user is anonymous, as in kubectl.
+Result<ClusterAndUser> cluster_and_user_of(const Kubeconfig& kc, const KcContext& ctx) {
+  const std::string ctx_prefix = fmt::format("kubeconfig {}: context \"{}\"", ctx.origin, ctx.name);
+  if (ctx.cluster.empty()) return fail(Errc::config, ctx_prefix + ": cluster is not set");
+  ClusterAndUser out;
+  out.cluster = kc.find_cluster(ctx.cluster);
+  if (out.cluster == nullptr) {
+    return fail(Errc::config, fmt::format("{}: cluster \"{}\" does not exist; {}", ctx_prefix, ctx.cluster,
                                           available("clusters", names_of(kc.clusters))));
   }
-  // A context without a user is anonymous, as in kubectl.
   static const KcUser kAnonymous{};
-  const KcUser* user = &kAnonymous;
-  if (!ctx->user.empty()) {
-    user = kc.find_user(ctx->user);
-    if (user == nullptr) {
-      return fail(Errc::config, fmt::format("{}: user \"{}\" does not exist; {}", ctx_prefix, ctx->user,
+  out.user = &kAnonymous;
+  if (!ctx.user.empty()) {
+    out.user = kc.find_user(ctx.user);
+    if (out.user == nullptr) {
+      return fail(Errc::config, fmt::format("{}: user \"{}\" does not exist; {}", ctx_prefix, ctx.user,
                                             available("users", names_of(kc.users))));
     }
   }
+  return out;
+}
 
-  // Everything about the pair that kubectl's ConfirmUsable refuses, reported together.
-  std::vector<Problem> problems;
-  if (!ctx->user.empty()) validate_user(*user, problems);
-  validate_cluster(*cluster, problems);
-  if (!problems.empty()) return fail(combine(problems, ctx->name));
-
-  RestConfig rc;
-  rc.context = ctx->name;
-  rc.cluster = cluster->name;
-  rc.user = ctx->user;
-  rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
+// -n wins over the context's namespace; each must be a DNS-1123 label. A bad -n is a usage error
+// (exit 2), a bad kubeconfig namespace a config error naming the context.
+Result<void> set_namespace(RestConfig& rc, const KcContext& ctx, const LoadOptions& options) {
   if (options.namespace_name && !options.namespace_name->empty()) {
     // The -n flag: a usage error (exit 2), refused before anything is sent.
     if (auto problem = paths::dns_label_problem(*options.namespace_name); !problem.empty()) {
@@ -361,33 +228,65 @@ Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& 
                                                       *options.namespace_name, problem));
     }
     rc.namespace_name = *options.namespace_name;
-  } else if (!ctx->namespace_name.empty()) {
-    if (auto problem = paths::dns_label_problem(ctx->namespace_name); !problem.empty()) {
+  } else if (!ctx.namespace_name.empty()) {
+    if (auto problem = paths::dns_label_problem(ctx.namespace_name); !problem.empty()) {
       return fail(Errc::config, fmt::format("{}: context \"{}\": namespace \"{}\" is not a valid namespace name: it {}; fix the kubeconfig",
-                                            ctx->origin, ctx->name, ctx->namespace_name, problem));
+                                            ctx.origin, ctx.name, ctx.namespace_name, problem));
     }
-    rc.namespace_name = ctx->namespace_name;
+    rc.namespace_name = ctx.namespace_name;
   }
-  auto server = normalize_server(cluster->server);
+  return {};
+}
+
+// The cluster's server, proxy and compression setting, and the user's impersonation.
+Result<void> set_server_and_impersonation(RestConfig& rc, const KcContext& ctx, const KcCluster& cluster,
+                                          const KcUser& user) {
+  auto server = normalize_server(cluster.server);
   if (!server) {
-    return fail(combine({{cluster->origin, fmt::format("cluster \"{}\": {}", cluster->name, server.error().message)}},
-                        ctx->name));
+    return fail(combine({{cluster.origin, fmt::format("cluster \"{}\": {}", cluster.name, server.error().message)}},
+                        ctx.name));
   }
   rc.server = *server;
-  rc.proxy_url = cluster->proxy_url;
-  rc.disable_compression = cluster->disable_compression;
-  if (!user->impersonate.empty()) {
-    rc.impersonate_user = user->impersonate;
-    rc.impersonate_uid = user->impersonate_uid;
-    rc.impersonate_groups = user->impersonate_groups;
-    rc.impersonate_extra = user->impersonate_extra;
+  rc.proxy_url = cluster.proxy_url;
+  rc.disable_compression = cluster.disable_compression;
+  if (!user.impersonate.empty()) {
+    rc.impersonate_user = user.impersonate;
+    rc.impersonate_uid = user.impersonate_uid;
+    rc.impersonate_groups = user.impersonate_groups;
+    rc.impersonate_extra = user.impersonate_extra;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<RestConfig> resolve_rest_config(const Kubeconfig& kc, const LoadOptions& options,
+                                       const std::vector<std::string>& files) {
+  const std::string all_files = fmt::format("kubeconfig {}", fmt::join(files, ", "));
+  GPUCTL_TRY_ASSIGN(const KcContext* ctx, select_context(kc, options, all_files));
+  GPUCTL_TRY_ASSIGN(ClusterAndUser pair, cluster_and_user_of(kc, *ctx));
+  const KcCluster& cluster = *pair.cluster;
+  const KcUser& user = *pair.user;
+
+  // Everything about the pair that kubectl's ConfirmUsable refuses, reported together.
+  std::vector<Problem> problems;
+  if (!ctx->user.empty()) validate_user(user, problems);
+  validate_cluster(cluster, problems);
+  if (!problems.empty()) return fail(combine(problems, ctx->name));
+
+  RestConfig rc;
+  rc.context = ctx->name;
+  rc.cluster = cluster.name;
+  rc.user = ctx->user;
+  rc.origin = fmt::format("kubeconfig {}, context \"{}\"", ctx->origin, ctx->name);
+  GPUCTL_TRY(set_namespace(rc, *ctx, options));
+  GPUCTL_TRY(set_server_and_impersonation(rc, *ctx, cluster, user));
 
   // Like clientcmd, credentials and TLS settings are only used over TLS: a plain-http server
   // (kubectl proxy, a port-forward) gets neither.
   if (!rc.server.starts_with("https://")) return rc;
-  GPUCTL_TRY(add_user_identification(*user, *cluster, rc));
-  GPUCTL_TRY(add_tls(*user, *cluster, rc));
+  GPUCTL_TRY(add_user_identification(user, cluster, rc));
+  GPUCTL_TRY(add_tls(user, cluster, rc));
   return rc;
 }
 

@@ -114,6 +114,19 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
   return chunk.size();
 }
 
+// What one request's curl options point at: it outlives curl_easy_perform.
+struct RequestState {
+  Exchange ex;
+  char error_buffer[CURL_ERROR_SIZE] = {0};
+  std::string url;
+  Slist headers;
+  std::string connect_to;
+  Slist connect_to_list;
+  curl_blob ca_blob{};
+  curl_blob cert_blob{};
+  curl_blob key_blob{};
+};
+
 // Ctrl-C or SIGTERM (util/cancel.hpp) abandons a read or a watch within about a second; a write
 // in flight is left to finish, so the server has applied it whole or not at all and we know which.
 int abandon_when_cancelled(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t) { return util::cancelled() ? 1 : 0; }
@@ -163,42 +176,34 @@ class CurlTransport final : public Transport {
     pool_.push_back(std::move(h));
   }
 
-  Result<HttpResponse> perform(const HttpRequest& request, const BodyChunkHandler* on_chunk) {
-    EasyHandle handle = acquire();
-    if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
-    CURL* h = handle.get();
-    curl_easy_reset(h);
-
-    Exchange ex;
-    ex.on_chunk = on_chunk;
-    char error_buffer[CURL_ERROR_SIZE] = {0};
-
-    std::string url = request.url;
-    Slist headers;
-    auto add_header = [&headers](const std::string& line) {
-      headers.reset(curl_slist_append(headers.release(), line.c_str()));
+  // The URL, and for tls-server-name the connect-to rule and Host header that keep the configured
+  // address while TLS verifies (and SNI names) the TLS name; then the request's own headers.
+  void set_target(CURL* h, const HttpRequest& request, RequestState& st) const {
+    st.url = request.url;
+    auto add_header = [&st](const std::string& line) {
+      st.headers.reset(curl_slist_append(st.headers.release(), line.c_str()));
     };
-    std::string connect_to;
-    Slist connect_to_list;
     if (!settings_.tls_server_name.empty()) {
       // Verify (and send SNI for) tls-server-name while connecting to the configured address:
       // address the URL to the TLS name and tell curl where that name really lives.
       UrlParts parts;
-      if (split_url(url, parts)) {
-        connect_to = fmt::format("{}:{}:{}:{}", settings_.tls_server_name, parts.port, parts.host, parts.port);
-        connect_to_list.reset(curl_slist_append(nullptr, connect_to.c_str()));
+      if (split_url(st.url, parts)) {
+        st.connect_to = fmt::format("{}:{}:{}:{}", settings_.tls_server_name, parts.port, parts.host, parts.port);
+        st.connect_to_list.reset(curl_slist_append(nullptr, st.connect_to.c_str()));
         add_header(fmt::format("Host: {}:{}", parts.host, parts.port));
-        url = fmt::format("{}://{}:{}{}", parts.scheme, settings_.tls_server_name, parts.port, parts.rest);
-        curl_easy_setopt(h, CURLOPT_CONNECT_TO, connect_to_list.get());
+        st.url = fmt::format("{}://{}:{}{}", parts.scheme, settings_.tls_server_name, parts.port, parts.rest);
+        curl_easy_setopt(h, CURLOPT_CONNECT_TO, st.connect_to_list.get());
       }
     }
     for (const auto& [name, value] : request.headers) add_header(name + ": " + value);
     add_header("Expect:");  // no 100-continue round trip for request bodies
+  }
 
-    curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  void set_connection_options(CURL* h, const HttpRequest& request, RequestState& st) const {
+    curl_easy_setopt(h, CURLOPT_URL, st.url.c_str());
     curl_easy_setopt(h, CURLOPT_SHARE, share_);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, error_buffer);
+    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, st.error_buffer);
     curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
     curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
@@ -209,8 +214,11 @@ class CurlTransport final : public Transport {
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
     auto timeout = request.timeout.count() > 0 ? request.timeout : settings_.request_timeout;
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+  }
 
-    // TLS
+  // Verification, the CA, the client certificate (the request's: an exec plugin may supply it) and
+  // the proxy.
+  void set_tls_options(CURL* h, const HttpRequest& request, RequestState& st) const {
     if (settings_.insecure_skip_tls_verify) {
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -218,23 +226,26 @@ class CurlTransport final : public Transport {
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
       curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     }
-    curl_blob ca_blob{};
     if (!settings_.ca_pem.empty()) {
-      ca_blob = curl_blob{const_cast<char*>(settings_.ca_pem.data()), settings_.ca_pem.size(), CURL_BLOB_NOCOPY};
-      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca_blob);
+      st.ca_blob = curl_blob{const_cast<char*>(settings_.ca_pem.data()), settings_.ca_pem.size(), CURL_BLOB_NOCOPY};
+      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &st.ca_blob);
     }
-    curl_blob cert_blob{}, key_blob{};
     if (!request.client_cert_pem.empty()) {
-      cert_blob = curl_blob{const_cast<char*>(request.client_cert_pem.data()), request.client_cert_pem.size(), CURL_BLOB_NOCOPY};
-      key_blob = curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(), CURL_BLOB_NOCOPY};
-      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &cert_blob);
+      st.cert_blob = curl_blob{const_cast<char*>(request.client_cert_pem.data()), request.client_cert_pem.size(),
+                               CURL_BLOB_NOCOPY};
+      st.key_blob = curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(),
+                              CURL_BLOB_NOCOPY};
+      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &st.cert_blob);
       curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &key_blob);
+      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &st.key_blob);
       curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (!settings_.proxy_url.empty()) curl_easy_setopt(h, CURLOPT_PROXY, settings_.proxy_url.c_str());
+  }
 
-    // Method and body
+  // The method, the body, the header list, the callbacks that fill `st.ex`, and for reads the
+  // progress callback that abandons them on Ctrl-C.
+  static void set_method_and_body(CURL* h, const HttpRequest& request, RequestState& st) {
     if (request.method == "GET") {
       curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (request.method == "POST") {
@@ -246,39 +257,58 @@ class CurlTransport final : public Transport {
       curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
       curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers.get());
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, st.headers.get());
     curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &ex);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, &st.ex);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &ex);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, &st.ex);
     if (request.method == "GET") {
       curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &abandon_when_cancelled);
       curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     }
+  }
 
-    CURLcode rc = curl_easy_perform(h);
+  // The protocol spoken and whether a new connection was opened, for the -v request log.
+  static void read_connection_info(CURL* h, HttpResponse& response) {
     long http_version = 0;
     long new_connections = 0;
     curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &http_version);
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &new_connections);
-    ex.response.protocol = http_version == CURL_HTTP_VERSION_2_0 ? "HTTP/2"
-                           : http_version == CURL_HTTP_VERSION_3 ? "HTTP/3"
-                           : http_version == CURL_HTTP_VERSION_1_0 ? "HTTP/1.0"
-                                                                   : "HTTP/1.1";
-    ex.response.new_connection = new_connections > 0;
+    response.protocol = http_version == CURL_HTTP_VERSION_2_0 ? "HTTP/2"
+                        : http_version == CURL_HTTP_VERSION_3 ? "HTTP/3"
+                        : http_version == CURL_HTTP_VERSION_1_0 ? "HTTP/1.0"
+                                                                : "HTTP/1.1";
+    response.new_connection = new_connections > 0;
+  }
+
+  Result<HttpResponse> perform(const HttpRequest& request, const BodyChunkHandler* on_chunk) {
+    EasyHandle handle = acquire();
+    if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
+    CURL* h = handle.get();
+    curl_easy_reset(h);
+
+    RequestState st;
+    st.ex.on_chunk = on_chunk;
+    set_target(h, request, st);
+    set_connection_options(h, request, st);
+    set_tls_options(h, request, st);
+    set_method_and_body(h, request, st);
+
+    CURLcode rc = curl_easy_perform(h);
+    read_connection_info(h, st.ex.response);
     // Options that point at our stack must not outlive this call in the pooled handle.
     curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
     curl_easy_setopt(h, CURLOPT_CONNECT_TO, nullptr);
     curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     release(std::move(handle));
 
-    if (rc == CURLE_WRITE_ERROR && ex.stopped_by_handler) return std::move(ex.response);
-    if (rc == CURLE_WRITE_ERROR && ex.body_too_large) {
+    if (rc == CURLE_WRITE_ERROR && st.ex.stopped_by_handler) return std::move(st.ex.response);
+    if (rc == CURLE_WRITE_ERROR && st.ex.body_too_large) {
       return fail(Errc::io, fmt::format("{} {}: the API server's answer is larger than {} MiB after decompression (the limit); refusing to read more",
                                         request.method, server_of(request.url), kMaxResponseBodyBytes >> 20));
     }
-    if (rc != CURLE_OK) return fail(describe_failure(rc, error_buffer, request));
-    return std::move(ex.response);
+    if (rc != CURLE_OK) return fail(describe_failure(rc, st.error_buffer, request));
+    return std::move(st.ex.response);
   }
 
   Error describe_failure(CURLcode rc, const char* detail, const HttpRequest& request) const {

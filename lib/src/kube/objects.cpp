@@ -6,6 +6,10 @@
 
 namespace gpuctl::kube {
 
+namespace {
+using json = nlohmann::json;
+}  // namespace
+
 const json& field(const json& object, std::string_view a) {
   static const json kNull;
   if (!object.is_object()) return kNull;

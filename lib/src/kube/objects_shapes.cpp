@@ -9,6 +9,8 @@ namespace gpuctl::kube {
 
 namespace {
 
+using json = nlohmann::json;
+
 const char* type_name(const json& v) {
   switch (v.type()) {
     case json::value_t::object: return "an object";

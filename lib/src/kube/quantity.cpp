@@ -12,32 +12,23 @@
 #include <string>
 #include <string_view>
 
+#include "kube/quantity_internal.hpp"
+
 namespace gpuctl::kube {
 namespace {
 
-__extension__ typedef __int128 I128;
-__extension__ typedef unsigned __int128 U128;
-
+using detail::I128;
+using detail::kMaxNanos;
+using detail::kMaxNanosDigits;
+using detail::kNanosPerUnit;
+using detail::magnitude;
+using detail::pow10;
+using detail::U128;
 using Format = Quantity::Format;
 
-constexpr U128 pow10(int n) {
-  U128 result = 1;
-  for (int i = 0; i < n; ++i) result *= 10;
-  return result;
-}
-
-constexpr U128 kNanosPerUnit = 1'000'000'000;
-// |nanos| < 10^38 keeps every value below 10^29 (and 38 decimal digits fit in __int128).
-constexpr int kMaxNanosDigits = 38;
-constexpr U128 kMaxNanos = pow10(kMaxNanosDigits) - 1;
 // Upstream caps parsed binary-SI quantities at the largest int64.
 constexpr U128 kBinaryCapNanos =
     static_cast<U128>(std::numeric_limits<std::int64_t>::max()) * kNanosPerUnit;
-
-// Suffixes for 1024^0..1024^6 and for 10^-9, 10^-6, ..., 10^18, as canonical forms write them.
-constexpr std::array<std::string_view, 7> kBinarySuffixes{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-constexpr std::array<std::string_view, 10> kDecimalSuffixes{"n", "u", "m", "", "k",
-                                                            "M", "G", "T", "P", "E"};
 
 // Upstream's splitREString, quoted in its ErrFormatWrong.
 constexpr std::string_view kSyntax = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
@@ -46,21 +37,6 @@ constexpr std::string_view kExamples = "for example 500m, 1.5Gi, 8 or 1e3";
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_suffix_char(char c) {
   return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos;
-}
-
-U128 magnitude(I128 v) {
-  return v < 0 ? static_cast<U128>(0) - static_cast<U128>(v) : static_cast<U128>(v);
-}
-
-std::string u128_to_string(U128 v) {
-  if (v == 0) return "0";
-  std::array<char, 40> buf{};
-  std::size_t pos = buf.size();
-  while (v != 0) {
-    buf[--pos] = static_cast<char>('0' + static_cast<int>(v % 10));
-    v /= 10;
-  }
-  return std::string(buf.data() + pos, buf.size() - pos);
 }
 
 // The text as it appears in error messages: quoted, control bytes escaped, long input cut.
@@ -360,132 +336,6 @@ Result<Quantity> Quantity::from_scaled(std::int64_t value, int scale, Format for
     nanos = mag / divisor + (mag % divisor != 0 ? 1 : 0);
   }
   return Quantity(value < 0 ? -static_cast<Nanos>(nanos) : static_cast<Nanos>(nanos), format);
-}
-
-std::string Quantity::to_string() const { return text_.empty() ? canonical() : text_; }
-
-std::string Quantity::canonical() const {
-  if (nanos_ == 0) return "0";
-  const std::string sign = nanos_ < 0 ? "-" : "";
-  const U128 mag = magnitude(nanos_);
-  Format format = format_;
-  if (format == Format::binary_si) {
-    // Below 1024 in magnitude, or with a fraction, binary SI is written as decimal SI.
-    if (mag < 1024 * kNanosPerUnit || mag % kNanosPerUnit != 0) {
-      format = Format::decimal_si;
-    } else {
-      U128 mantissa = mag / kNanosPerUnit;
-      std::size_t power = 0;
-      while (mantissa >= 1024 && mantissa % 1024 == 0) {
-        mantissa /= 1024;
-        ++power;
-      }
-      if (power < kBinarySuffixes.size()) {
-        return sign + u128_to_string(mantissa) + std::string(kBinarySuffixes[power]);
-      }
-      // Past "Ei" (only reachable by arithmetic): upstream's fix writes it in decimal.
-      format = Format::decimal_si;
-    }
-  }
-  // mantissa * 10^exponent with no trailing zeros in the mantissa, then the exponent lowered
-  // to a multiple of three (it never goes below -9, where it started).
-  U128 mantissa = mag;
-  int exponent = -9;
-  while (mantissa % 10 == 0) {
-    mantissa /= 10;
-    ++exponent;
-  }
-  while (exponent % 3 != 0) {
-    mantissa *= 10;
-    --exponent;
-  }
-  std::string out = sign + u128_to_string(mantissa);
-  if (format == Format::decimal_si && exponent <= 18) {
-    out += kDecimalSuffixes[static_cast<std::size_t>((exponent + 9) / 3)];
-  } else if (exponent != 0) {
-    // Decimal exponent form; also decimal SI past "E", as upstream's fix does ("1000E" -> "1e21").
-    out += 'e';
-    out += std::to_string(exponent);
-  }
-  return out;
-}
-
-namespace {
-// nanos / divisor rounded away from zero, saturated to int64.
-std::int64_t scaled_away_from_zero(I128 nanos, U128 divisor) {
-  const U128 mag = magnitude(nanos);
-  const U128 rounded = mag / divisor + (mag % divisor != 0 ? 1 : 0);
-  constexpr U128 kMax = static_cast<U128>(std::numeric_limits<std::int64_t>::max());
-  if (nanos >= 0) {
-    return rounded > kMax ? std::numeric_limits<std::int64_t>::max()
-                          : static_cast<std::int64_t>(rounded);
-  }
-  if (rounded > kMax + 1) return std::numeric_limits<std::int64_t>::min();
-  return static_cast<std::int64_t>(static_cast<I128>(0) - static_cast<I128>(rounded));
-}
-}  // namespace
-
-std::int64_t Quantity::value() const { return scaled_away_from_zero(nanos_, kNanosPerUnit); }
-
-std::int64_t Quantity::milli_value() const { return scaled_away_from_zero(nanos_, 1'000'000); }
-
-bool Quantity::is_zero() const { return nanos_ == 0; }
-
-int Quantity::sign() const { return nanos_ > 0 ? 1 : (nanos_ < 0 ? -1 : 0); }
-
-void Quantity::add(Nanos delta, Format other_format) {
-  text_.clear();
-  if (nanos_ == 0) format_ = other_format;
-  // Saturate at 10^38-1 nanos, the largest value parse() accepts; a sum of two such values
-  // can pass INT128_MAX (about 1.7e38), so the addition itself is checked too.
-  const auto limit = static_cast<Nanos>(kMaxNanos);
-  Nanos sum = 0;
-  if (__builtin_add_overflow(nanos_, delta, &sum)) sum = delta > 0 ? limit : -limit;
-  if (sum > limit) sum = limit;
-  if (sum < -limit) sum = -limit;
-  nanos_ = sum;
-}
-
-Quantity& Quantity::operator+=(const Quantity& other) {
-  add(other.nanos_, other.format_);
-  return *this;
-}
-
-Quantity& Quantity::operator-=(const Quantity& other) {
-  add(-other.nanos_, other.format_);
-  return *this;
-}
-
-Quantity Quantity::times(std::int64_t n) const {
-  if (n <= 0) return Quantity();
-  // |nanos_| < 10^38 and n < 2^63 can pass INT128_MAX: checked, then clamped as add() does.
-  const auto limit = static_cast<Nanos>(kMaxNanos);
-  Nanos product = 0;
-  if (__builtin_mul_overflow(nanos_, static_cast<Nanos>(n), &product)) product = nanos_ > 0 ? limit : -limit;
-  product = std::clamp(product, -limit, limit);
-  return Quantity(product, format_);
-}
-
-int Quantity::compare(const Quantity& other) const {
-  return nanos_ < other.nanos_ ? -1 : (nanos_ > other.nanos_ ? 1 : 0);
-}
-
-std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
-  std::int64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum)) return sum;
-  return b > 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
-}
-
-std::int64_t saturating_sub(std::int64_t a, std::int64_t b) {
-  std::int64_t difference = 0;
-  if (!__builtin_sub_overflow(a, b, &difference)) return difference;
-  return b < 0 ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
-}
-
-std::int64_t saturating_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t product = 0;
-  if (!__builtin_mul_overflow(a, b, &product)) return product;
-  return (a < 0) == (b < 0) ? std::numeric_limits<std::int64_t>::max() : std::numeric_limits<std::int64_t>::min();
 }
 
 }  // namespace gpuctl::kube

@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <string_view>
 
+#include <nlohmann/json.hpp>
 
 namespace gpuctl::kube {
 namespace {
 
+using json = nlohmann::json;
 using util::join;
 
 std::vector<std::string> string_values(const json& requirement) {

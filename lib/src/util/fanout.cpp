@@ -60,6 +60,128 @@ void stop_all(std::vector<Running>& running, std::vector<FanoutResult>& results,
   for (std::size_t i = next; i < results.size(); i++) results[i].process.interrupted = true;
 }
 
+using Finish = std::function<void(Running&)>;
+
+// Starts children until `parallel` run at once or no job is left. A child that could not start
+// is finished at once with its start error; a failure of the spawning machinery itself stops
+// every running child and is returned.
+Result<void> start_jobs(const std::vector<ProcessOptions>& jobs, std::size_t& next, std::size_t parallel,
+                        std::vector<Running>& running, const Finish& finish) {
+  while (next < jobs.size() && running.size() < parallel) {
+    const ProcessOptions& job = jobs[next];
+    Running r;
+    r.index = next++;
+    r.started = SteadyClock::now();
+    if (job.timeout) r.deadline = r.started + *job.timeout;
+    auto spawned = spawn_child(job);
+    if (!spawned) {
+      stop_running(running, std::chrono::milliseconds(0));  // the machinery failed: none may outlive us
+      return fail(spawned.error());
+    }
+    SpawnedChild child = *spawned;
+    if (child.start_error != 0) {
+      r.result.process.start_error = child.start_error;
+      finish(r);
+      continue;
+    }
+    r.child = child;
+    r.fds[0] = child.stdout_fd;
+    r.fds[1] = child.stderr_fd;
+    running.push_back(std::move(r));
+  }
+  return {};
+}
+
+// One poll over every open pipe: the pipes first (`streams` of them, each with its running index
+// and stream in `owners`), then the cancellation pipe when there is one.
+struct PollSet {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<std::size_t, int>> owners;  // running index, stream
+  std::size_t streams = 0;
+  long long wait_ms = 1000;
+};
+
+// Wakes for the nearest deadline, and soon when a child has closed its pipes but not exited yet.
+PollSet poll_set_for(const std::vector<Running>& running, int cancel) {
+  PollSet set;
+  auto now = SteadyClock::now();
+  for (std::size_t i = 0; i < running.size(); i++) {
+    const Running& r = running[i];
+    for (int s = 0; s < 2; s++) {
+      if (r.fds[s] < 0) continue;
+      set.fds.push_back({r.fds[s], POLLIN, 0});
+      set.owners.emplace_back(i, s);
+    }
+    if (r.deadline) {
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*r.deadline - now).count() + 1;
+      set.wait_ms = std::min(set.wait_ms, std::max<long long>(left, 0));
+    }
+    if (r.drained()) set.wait_ms = std::min<long long>(set.wait_ms, 5);
+  }
+  set.streams = set.fds.size();
+  if (cancel >= 0) set.fds.push_back({cancel, POLLIN, 0});  // wakes the loop on Ctrl-C or SIGTERM
+  return set;
+}
+
+void kill_all(std::vector<Running>& running) {
+  for (auto& r : running) {
+    kill_child(r);
+    reap(r, true);
+    r.close_fds();
+  }
+}
+
+// Reads what the ready pipes hold, up to `output_cap` per stream; a child that writes past the
+// cap is killed (nothing more of it will be used). A pipe at its end is closed.
+void read_ready(const PollSet& set, std::vector<Running>& running, std::size_t output_cap) {
+  char buffer[65536];
+  for (std::size_t k = 0; k < set.streams; k++) {
+    if (set.fds[k].revents == 0) continue;
+    auto [i, s] = set.owners[k];
+    Running& r = running[i];
+    ssize_t n = ::read(r.fds[s], buffer, sizeof buffer);
+    if (n > 0) {
+      std::string& sink = s == 0 ? r.result.process.stdout_text : r.result.process.stderr_text;
+      std::size_t room = output_cap > sink.size() ? output_cap - sink.size() : 0;
+      sink.append(buffer, std::min(room, static_cast<std::size_t>(n)));
+      if (static_cast<std::size_t>(n) > room && !r.result.truncated) {
+        r.result.truncated = true;
+        kill_child(r);  // a runaway: nothing more of it will be used
+      }
+    } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+      ::close(r.fds[s]);
+      r.fds[s] = -1;
+    }
+  }
+}
+
+// Deadlines and exits: children past their deadline are killed (timed out); children that have
+// exited after closing their pipes, or after being killed for their output, are finished.
+void retire_finished(std::vector<Running>& running, const Finish& finish) {
+  auto now = SteadyClock::now();
+  for (std::size_t i = 0; i < running.size();) {
+    Running& r = running[i];
+    bool done = false;
+    if (r.deadline && now >= *r.deadline) {
+      kill_child(r);
+      reap(r, true);
+      r.result.process.timed_out = true;
+      done = true;
+    } else if (r.drained()) {
+      done = reap(r, false);
+    } else if (r.result.truncated) {
+      // Killed for its output: stop reading once it is gone.
+      if (reap(r, false)) done = true;
+    }
+    if (done) {
+      finish(r);
+      running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      i++;
+    }
+  }
+}
+
 }  // namespace
 
 Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& jobs, const FanoutOptions& options) {
@@ -67,9 +189,8 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
   std::vector<Running> running;
   std::size_t next = 0;
   const std::size_t parallel = static_cast<std::size_t>(std::max(1, options.max_parallel));
-  char buffer[65536];
 
-  auto finish = [&](Running& r) {
+  const Finish finish = [&](Running& r) {
     r.close_fds();
     r.result.duration = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - r.started);
     results[r.index] = std::move(r.result);
@@ -82,103 +203,17 @@ Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& 
       stop_all(running, results, next, finish);
       break;
     }
-    // Start children until the bound is reached.
-    while (next < jobs.size() && running.size() < parallel) {
-      const ProcessOptions& job = jobs[next];
-      Running r;
-      r.index = next++;
-      r.started = SteadyClock::now();
-      if (job.timeout) r.deadline = r.started + *job.timeout;
-      auto spawned = spawn_child(job);
-      if (!spawned) {
-        stop_running(running, std::chrono::milliseconds(0));  // the machinery failed: none may outlive us
-        return fail(spawned.error());
-      }
-      SpawnedChild child = *spawned;
-      if (child.start_error != 0) {
-        r.result.process.start_error = child.start_error;
-        finish(r);
-        continue;
-      }
-      r.child = child;
-      r.fds[0] = child.stdout_fd;
-      r.fds[1] = child.stderr_fd;
-      running.push_back(std::move(r));
-    }
+    GPUCTL_TRY(start_jobs(jobs, next, parallel, running, finish));
     if (running.empty()) continue;
 
-    // One poll over every open pipe; wake for the nearest deadline, and soon when a child has
-    // closed its pipes but not exited yet.
-    std::vector<pollfd> fds;
-    std::vector<std::pair<std::size_t, int>> owners;  // running index, stream
-    auto now = SteadyClock::now();
-    long long wait_ms = 1000;
-    for (std::size_t i = 0; i < running.size(); i++) {
-      Running& r = running[i];
-      for (int s = 0; s < 2; s++) {
-        if (r.fds[s] < 0) continue;
-        fds.push_back({r.fds[s], POLLIN, 0});
-        owners.emplace_back(i, s);
-      }
-      if (r.deadline) {
-        auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*r.deadline - now).count() + 1;
-        wait_ms = std::min(wait_ms, std::max<long long>(left, 0));
-      }
-      if (r.drained()) wait_ms = std::min<long long>(wait_ms, 5);
-    }
-    const std::size_t streams = fds.size();
-    if (cancel >= 0) fds.push_back({cancel, POLLIN, 0});  // wakes the loop on Ctrl-C or SIGTERM
-    int ready = ::poll(fds.data(), fds.size(), static_cast<int>(wait_ms));
+    PollSet set = poll_set_for(running, cancel);
+    int ready = ::poll(set.fds.data(), set.fds.size(), static_cast<int>(set.wait_ms));
     if (ready < 0 && errno != EINTR) {
-      for (auto& r : running) {
-        kill_child(r);
-        reap(r, true);
-        r.close_fds();
-      }
+      kill_all(running);
       return fail(Errc::process, fmt::format("waiting for the children's output: {}", std::strerror(errno)));
     }
-    for (std::size_t k = 0; ready > 0 && k < streams; k++) {
-      if (fds[k].revents == 0) continue;
-      auto [i, s] = owners[k];
-      Running& r = running[i];
-      ssize_t n = ::read(r.fds[s], buffer, sizeof buffer);
-      if (n > 0) {
-        std::string& sink = s == 0 ? r.result.process.stdout_text : r.result.process.stderr_text;
-        std::size_t room = options.output_cap > sink.size() ? options.output_cap - sink.size() : 0;
-        sink.append(buffer, std::min(room, static_cast<std::size_t>(n)));
-        if (static_cast<std::size_t>(n) > room && !r.result.truncated) {
-          r.result.truncated = true;
-          kill_child(r);  // a runaway: nothing more of it will be used
-        }
-      } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
-        ::close(r.fds[s]);
-        r.fds[s] = -1;
-      }
-    }
-
-    // Deadlines and exits.
-    now = SteadyClock::now();
-    for (std::size_t i = 0; i < running.size();) {
-      Running& r = running[i];
-      bool done = false;
-      if (r.deadline && now >= *r.deadline) {
-        kill_child(r);
-        reap(r, true);
-        r.result.process.timed_out = true;
-        done = true;
-      } else if (r.drained()) {
-        done = reap(r, false);
-      } else if (r.result.truncated) {
-        // Killed for its output: stop reading once it is gone.
-        if (reap(r, false)) done = true;
-      }
-      if (done) {
-        finish(r);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        i++;
-      }
-    }
+    if (ready > 0) read_ready(set, running, options.output_cap);
+    retire_finished(running, finish);
   }
   return results;
 }

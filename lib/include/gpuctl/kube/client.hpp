@@ -19,8 +19,6 @@
 
 namespace gpuctl::kube {
 
-using json = nlohmann::json;
-
 // Query parameters, percent-encoded when rendered.
 class Query {
  public:
@@ -70,7 +68,7 @@ struct ListOptions {
 };
 
 struct ListResult {
-  std::vector<json> items;
+  std::vector<nlohmann::json> items;
   std::string resource_version;  // of the (last) list, for a following watch
   int pages = 0;
   int restarts = 0;  // restarts after 410 Expired
@@ -78,7 +76,7 @@ struct ListResult {
 
 struct WatchEvent {
   std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK
-  json object;
+  nlohmann::json object;
 };
 
 struct WatchOptions {
@@ -139,15 +137,17 @@ class Client {
   // turned into an Error (Errc::api) with the server's Status decoded.
   Result<HttpResponse> send(HttpRequest request);
 
-  Result<json> get(std::string_view path, const Query& query = {});
+  Result<nlohmann::json> get(std::string_view path, const Query& query = {});
   Result<std::string> get_text(std::string_view path, const Query& query = {});
   // All pages of a list (limit/continue), restarting on 410 Expired as ListOptions says.
   Result<ListResult> list(std::string_view path, const ListOptions& options = {});
-  Result<json> create(std::string_view path, const json& body, const WriteOptions& options = {});
-  Result<json> replace(std::string_view path, const json& body, const WriteOptions& options = {});
-  Result<json> patch(std::string_view path, PatchType type, const json& body, const WriteOptions& options = {});
+  Result<nlohmann::json> create(std::string_view path, const nlohmann::json& body, const WriteOptions& options = {});
+  Result<nlohmann::json> replace(std::string_view path, const nlohmann::json& body, const WriteOptions& options = {});
+  Result<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body,
+                               const WriteOptions& options = {});
   // DELETE with an optional DeleteOptions body (e.g. {"propagationPolicy":"Background"}).
-  Result<json> remove(std::string_view path, const json& delete_options = nullptr, const WriteOptions& options = {});
+  Result<nlohmann::json> remove(std::string_view path, const nlohmann::json& delete_options = nullptr,
+                                const WriteOptions& options = {});
 
   // Streams watch events to `on_event` until it returns false, the server ends the watch, or
   // an ERROR event arrives (returned as an Error; 410 means: list again and re-watch).

@@ -14,24 +14,22 @@
 #include "gpuctl/kube/quantity.hpp"
 
 namespace gpuctl::kube {
-
-using json = nlohmann::json;
 using ResourceList = std::map<std::string, Quantity>;
 
 // object[key], or a null value when `object` is not an object or lacks the key: chains of
 // field(field(pod, "spec"), "containers") never throw on malformed objects.
-const json& field(const json& object, std::string_view key);
+const nlohmann::json& field(const nlohmann::json& object, std::string_view key);
 // object[key] when it is a string, else "".
-std::string string_field(const json& object, std::string_view key);
+std::string string_field(const nlohmann::json& object, std::string_view key);
 // field(field(object, path[0]), path[1])...: null when any step is missing or not an object.
-const json& field_at(const json& object, std::initializer_list<std::string_view> path);
+const nlohmann::json& field_at(const nlohmann::json& object, std::initializer_list<std::string_view> path);
 // object[key] when it is an array, else an empty array (iterating a string or an object would
 // yield the value itself or the object's values).
-const json& array_field(const json& object, std::string_view key);
+const nlohmann::json& array_field(const nlohmann::json& object, std::string_view key);
 // object[key] when it is an integer that fits in 64 bits, else nullopt.
-std::optional<std::int64_t> integer_field(const json& object, std::string_view key);
+std::optional<std::int64_t> integer_field(const nlohmann::json& object, std::string_view key);
 // object[key] when it is a boolean, else `fallback`.
-bool bool_field(const json& object, std::string_view key, bool fallback = false);
+bool bool_field(const nlohmann::json& object, std::string_view key, bool fallback = false);
 
 // Shape checks: the fields gpuctl reads, with the JSON type each must have when present. A
 // null counts as absent, as the API's own decoder reads it. Paths are dotted; a "[]" segment
@@ -43,40 +41,40 @@ struct FieldShape {
 };
 // The first field whose type is wrong, as "status.capacity is a string, expected an object";
 // "" when every field has its type.
-std::string shape_problem(const json& object, const std::vector<FieldShape>& shapes);
+std::string shape_problem(const nlohmann::json& object, const std::vector<FieldShape>& shapes);
 // The fields gpuctl reads from each kind (node, pod, job, ...), checked by shape_problem.
-std::string node_shape_problem(const json& node);
-std::string pod_shape_problem(const json& pod);
-std::string job_shape_problem(const json& job);
-std::string quota_shape_problem(const json& quota);
-std::string limit_range_shape_problem(const json& limit_range);
-std::string event_shape_problem(const json& event);
+std::string node_shape_problem(const nlohmann::json& node);
+std::string pod_shape_problem(const nlohmann::json& pod);
+std::string job_shape_problem(const nlohmann::json& job);
+std::string quota_shape_problem(const nlohmann::json& quota);
+std::string limit_range_shape_problem(const nlohmann::json& limit_range);
+std::string event_shape_problem(const nlohmann::json& event);
 // How a skipped object is named: "node/gpu-3", "pod team-a/x", or "node #4 (no name)".
-std::string object_label(std::string_view kind, const json& object, std::size_t index);
-using ShapeCheck = std::string (*)(const json&);
+std::string object_label(std::string_view kind, const nlohmann::json& object, std::size_t index);
+using ShapeCheck = std::string (*)(const nlohmann::json&);
 // The objects of `items` whose shape is right; for each other one, "KIND/NAME skipped: PROBLEM"
 // is appended to `skipped` (one malformed object never stops a listing).
-std::vector<json> keep_well_formed(std::vector<json> items, std::string_view kind, ShapeCheck check,
-                                   std::vector<std::string>& skipped);
+std::vector<nlohmann::json> keep_well_formed(std::vector<nlohmann::json> items, std::string_view kind,
+                                             ShapeCheck check, std::vector<std::string>& skipped);
 
 // metadata.name / metadata.namespace, or "" when absent.
-std::string name_of(const json& object);
-std::string namespace_of(const json& object);
+std::string name_of(const nlohmann::json& object);
+std::string namespace_of(const nlohmann::json& object);
 // metadata.labels[key] / metadata.annotations[key], if set.
-std::optional<std::string> label_of(const json& object, std::string_view key);
-std::optional<std::string> annotation_of(const json& object, std::string_view key);
+std::optional<std::string> label_of(const nlohmann::json& object, std::string_view key);
+std::optional<std::string> annotation_of(const nlohmann::json& object, std::string_view key);
 
 // A ResourceList object ({"cpu":"2","nvidia.com/gpu":"8"}); entries that do not parse are skipped.
-ResourceList parse_resource_list(const json& list);
+ResourceList parse_resource_list(const nlohmann::json& list);
 
 // The resources a pod asks the scheduler for, by the rule the scheduler and quota use: the larger
 // of the sum over app containers and the largest init container (restartable "sidecar" init
 // containers count as running alongside), plus spec.overhead. A limit without a request counts
 // as the request, as the API server's defaulting makes it.
-ResourceList pod_requests(const json& pod);
+ResourceList pod_requests(const nlohmann::json& pod);
 
 // Succeeded or Failed: the pod holds no resources any more.
-bool pod_is_terminal(const json& pod);
+bool pod_is_terminal(const nlohmann::json& pod);
 
 struct Taint {
   std::string key;
@@ -85,8 +83,8 @@ struct Taint {
   std::string time_added;  // RFC 3339, NoExecute only
   friend bool operator==(const Taint&, const Taint&) = default;
 };
-std::vector<Taint> node_taints(const json& node);
-json to_json(const Taint& taint);
+std::vector<Taint> node_taints(const nlohmann::json& node);
+nlohmann::json to_json(const Taint& taint);
 // "key=value:Effect", or "key:Effect" when the value is empty (kubectl's notation).
 std::string to_string(const Taint& taint);
 
@@ -96,11 +94,11 @@ struct NodeCondition {
   std::string reason;
   std::string message;
 };
-std::vector<NodeCondition> node_conditions(const json& node);
+std::vector<NodeCondition> node_conditions(const nlohmann::json& node);
 // "Ready", "NotReady" or "Unknown", from the Ready condition.
-std::string node_readiness(const json& node);
-bool node_unschedulable(const json& node);
+std::string node_readiness(const nlohmann::json& node);
+bool node_unschedulable(const nlohmann::json& node);
 // The first status.addresses entry of this type ("InternalIP", "ExternalIP", "Hostname").
-std::string node_address(const json& node, std::string_view type);
+std::string node_address(const nlohmann::json& node, std::string_view type);
 
 }  // namespace gpuctl::kube
