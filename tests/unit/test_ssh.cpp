@@ -78,6 +78,16 @@ TEST_CASE("ssh failures are classified from OpenSSH's own messages", "[ssh]") {
   CHECK(ssh::classify_ssh_run(missing, s).outcome == ssh::HostOutcome::ssh_missing);
 }
 
+TEST_CASE("ssh failures: an unknown stderr line is kept as valid UTF-8 and bounded", "[ssh]") {
+  ssh::SshSettings s;
+  auto verdict = ssh::classify_ssh_run(ssh_run(255, "proxy says: caf\xc3\xa9 \xff\xfe tail\n"), s);
+  CHECK(verdict.outcome == ssh::HostOutcome::ssh_error);
+  CHECK(verdict.message == "ssh failed: proxy says: caf\xc3\xa9 ");
+  CHECK_NOTHROW(nlohmann::json(verdict.message).dump());
+  auto flood = ssh::classify_ssh_run(ssh_run(255, std::string(100000, 'x') + "\n"), s);
+  CHECK(flood.message.size() < 400);
+}
+
 TEST_CASE("ssh addresses: from the node's addresses, labels, annotations or a template, never an option", "[ssh]") {
   using gpuctl::testing::nodeadmin::node;
   auto n = node("gpu-3");

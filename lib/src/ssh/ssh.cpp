@@ -6,6 +6,8 @@
 
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/util/cancel.hpp"
+#include "gpuctl/util/strings.hpp"
+#include "gpuctl/util/utf8.hpp"
 
 namespace gpuctl::ssh {
 
@@ -13,7 +15,8 @@ namespace {
 
 long long seconds_ceil(std::chrono::milliseconds d) { return std::max<long long>(1, (d.count() + 999) / 1000); }
 
-bool contains(std::string_view text, std::string_view needle) { return text.find(needle) != std::string_view::npos; }
+constexpr std::size_t kMaxStderrLine = 300;
+using util::contains;
 
 std::string seconds_text(std::chrono::milliseconds d) {
   return d.count() % 1000 == 0 ? fmt::format("{}s", d.count() / 1000) : fmt::format("{}ms", d.count());
@@ -117,6 +120,9 @@ SshVerdict classify_ssh_run(const util::ProcessResult& run, const SshSettings& s
     if (end == std::string::npos) break;
     start = end + 1;
   }
+  // ssh's stderr is bytes from anywhere (a ProxyCommand, a remote banner): keep what is valid
+  // UTF-8, so the message can go into -o json, and bounded, so one host cannot flood the summary.
+  last.resize(util::valid_utf8_prefix(std::string_view(last).substr(0, kMaxStderrLine)));
   return {HostOutcome::ssh_error, last.empty() ? "ssh failed (exit 255)" : "ssh failed: " + last};
 }
 
