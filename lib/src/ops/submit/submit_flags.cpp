@@ -224,11 +224,16 @@ Result<void> check_manifest_values(const json& job) {
   return {};
 }
 
-Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
-  SubmitSpec s;
-  s.from_manifest = f.from_manifest;
+// ---- parse_submit_flags, one group of flags at a time ---------------------------------------------
+// The steps run in a fixed order and stop at the first error, so a command line with several
+// mistakes is always told about the same one first.
+
+namespace {
+
+// -f and the flags describe the container in two ways: a manifest refuses the container flags
+// (they would silently win over it), and without one NAME, --image and --gpus are required.
+Result<void> check_mode(const SubmitFlags& f) {
   if (f.from_manifest) {
-    // The manifest describes the container; a flag that would silently win over it is refused.
     std::vector<std::pair<std::string_view, bool>> container_flags = {
         {"--image", !f.image.empty()},   {"--gpus", !f.gpus.empty()},
         {"--cpu", !f.cpu.empty()},       {"--memory", !f.memory.empty()},
@@ -239,21 +244,19 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
     for (auto [flag, given] : container_flags) {
       if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's container", flag));
     }
-  } else {
-    if (f.name.empty()) {
-      return usage("a job NAME is required before --, since every word after -- is the command: "
-                   "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
-    }
-    if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
-    if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
+    return {};
   }
-  if (!f.name.empty() && !is_dns_label(f.name)) {
-    return usage(fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
-                             "with a letter or digit (the Job controller puts it in a label)", f.name));
+  if (f.name.empty()) {
+    return usage("a job NAME is required before --, since every word after -- is the command: "
+                 "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
   }
-  s.name = f.name;
-  s.image = f.image;
-  s.command = f.command;
+  if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
+  if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
+  return {};
+}
+
+// --gpus, --gpu-resource and --gpu-type.
+Result<void> parse_gpu_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.gpus.empty()) {
     GPUCTL_TRY_ASSIGN(s.gpus, non_negative_integer("--gpus", f.gpus, 1024));
   }
@@ -273,6 +276,11 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
     if (s.gpus && *s.gpus == 0) return usage("--gpu-type needs --gpus of 1 or more: a job without GPUs has no GPU type");
   }
   s.gpu_type = f.gpu_type;
+  return {};
+}
+
+// --cpu, --memory and their limits, each limit at least its request.
+Result<void> parse_compute_flags(const SubmitFlags& f, SubmitSpec& s) {
   GPUCTL_TRY_ASSIGN(s.cpu, quantity_flag("--cpu", f.cpu));
   GPUCTL_TRY_ASSIGN(s.memory, quantity_flag("--memory", f.memory));
   GPUCTL_TRY_ASSIGN(s.cpu_limit, quantity_flag("--cpu-limit", f.cpu_limit));
@@ -280,10 +288,18 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   auto limit_below = [](const std::string& req, const std::string& lim) {
     return !req.empty() && !lim.empty() && *kube::Quantity::parse(lim) < *kube::Quantity::parse(req);
   };
-  if (limit_below(s.cpu, s.cpu_limit)) return usage(fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
-  if (limit_below(s.memory, s.memory_limit)) {
-    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request", s.memory_limit, s.memory));
+  if (limit_below(s.cpu, s.cpu_limit)) {
+    return usage(fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
   }
+  if (limit_below(s.memory, s.memory_limit)) {
+    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request", s.memory_limit,
+                             s.memory));
+  }
+  return {};
+}
+
+// --env and --volume: what the container sees besides its resources.
+Result<void> parse_env_and_volumes(const SubmitFlags& f, SubmitSpec& s) {
   for (const auto& e : f.env) {
     GPUCTL_TRY_ASSIGN(auto kv, key_value("--env", e));
     if (!is_env_name(kv.first)) return usage(fmt::format("--env {:?}: {:?} is not a valid variable name", e, kv.first));
@@ -292,10 +308,17 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   for (const auto& v : f.volumes) {
     GPUCTL_TRY_ASSIGN(VolumeSpec vol, parse_volume(v));
     for (const auto& other : s.volumes) {
-      if (other.mount_path == vol.mount_path) return usage(fmt::format("--volume: two volumes are mounted at {}", vol.mount_path));
+      if (other.mount_path == vol.mount_path) {
+        return usage(fmt::format("--volume: two volumes are mounted at {}", vol.mount_path));
+      }
     }
     s.volumes.push_back(std::move(vol));
   }
+  return {};
+}
+
+// --backoff-limit, --ttl-after-finished and --active-deadline: how long the Job lives and retries.
+Result<void> parse_lifetime_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.backoff_limit.empty()) {
     GPUCTL_TRY_ASSIGN(s.backoff_limit, non_negative_integer("--backoff-limit", f.backoff_limit, 2147483647));
   }
@@ -307,6 +330,11 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   if (!f.active_deadline.empty()) {
     GPUCTL_TRY_ASSIGN(s.active_deadline_seconds, seconds_of("--active-deadline", f.active_deadline, false));
   }
+  return {};
+}
+
+// --priority-class, --label and --annotation.
+Result<void> parse_metadata_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.priority_class.empty() && !(f.priority_class.size() <= 253 && is_qualified_name(f.priority_class))) {
     return usage(fmt::format("--priority-class {:?} is not a valid PriorityClass name", f.priority_class));
   }
@@ -320,9 +348,16 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   }
   for (const auto& a : f.annotations) {
     GPUCTL_TRY_ASSIGN(auto kv, key_value("--annotation", a));
-    if (!is_qualified_name(kv.first)) return usage(fmt::format("--annotation {:?}: {:?} is not a valid annotation key", a, kv.first));
+    if (!is_qualified_name(kv.first)) {
+      return usage(fmt::format("--annotation {:?}: {:?} is not a valid annotation key", a, kv.first));
+    }
     s.annotations[kv.first] = kv.second;
   }
+  return {};
+}
+
+// --colocate-with and --colocate-topology.
+Result<void> parse_colocate_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.colocate_with.empty()) {
     auto sel = kube::parse_label_selector(f.colocate_with);
     if (!sel) return usage("--colocate-with: " + sel.error().message);
@@ -330,9 +365,33 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   }
   if (!f.colocate_topology.empty()) {
     if (f.colocate_with.empty()) return usage("--colocate-topology needs --colocate-with (the pods to colocate with)");
-    if (!is_qualified_name(f.colocate_topology)) return usage(fmt::format("--colocate-topology {:?} is not a label key", f.colocate_topology));
+    if (!is_qualified_name(f.colocate_topology)) {
+      return usage(fmt::format("--colocate-topology {:?} is not a label key", f.colocate_topology));
+    }
     s.colocate_topology = f.colocate_topology;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
+  SubmitSpec s;
+  s.from_manifest = f.from_manifest;
+  GPUCTL_TRY(check_mode(f));
+  if (!f.name.empty() && !is_dns_label(f.name)) {
+    return usage(fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
+                             "with a letter or digit (the Job controller puts it in a label)", f.name));
+  }
+  s.name = f.name;
+  s.image = f.image;
+  s.command = f.command;
+  GPUCTL_TRY(parse_gpu_flags(f, s));
+  GPUCTL_TRY(parse_compute_flags(f, s));
+  GPUCTL_TRY(parse_env_and_volumes(f, s));
+  GPUCTL_TRY(parse_lifetime_flags(f, s));
+  GPUCTL_TRY(parse_metadata_flags(f, s));
+  GPUCTL_TRY(parse_colocate_flags(f, s));
   s.count_disruptions = f.count_disruptions;
   return s;
 }
