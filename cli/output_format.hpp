@@ -12,7 +12,7 @@
 
 namespace gpuctl::cli {
 
-enum class OutputFormat { table, wide, nlohmann::json, yaml, name };
+enum class OutputFormat { table, wide, json, yaml, name };
 
 // Adds -o/--output with the given choices (the first is the default) bound to `text`.
 CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector<std::string>& choices);

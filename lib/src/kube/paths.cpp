@@ -89,9 +89,7 @@ std::string unsafe_path_problem(std::string_view path) {
 
 std::string nodes() { return "/api/v1/nodes"; }
 std::string node(std::string_view name) { return nodes() + "/" + seg(name); }
-std::string node_status(std::string_view name) { return node(name) + "/status"; }
 std::string namespaces() { return "/api/v1/namespaces"; }
-std::string namespace_(std::string_view name) { return namespaces() + "/" + seg(name); }
 std::string pods(std::string_view ns) { return core(ns, "pods"); }
 std::string pod(std::string_view ns, std::string_view name) { return core_object(ns, "pods", name); }
 std::string pod_eviction(std::string_view ns, std::string_view name) { return pod(ns, name) + "/eviction"; }

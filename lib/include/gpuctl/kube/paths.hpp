@@ -18,10 +18,8 @@ std::string unsafe_path_problem(std::string_view path);
 
 std::string nodes();
 std::string node(std::string_view name);
-std::string node_status(std::string_view name);
 
 std::string namespaces();
-std::string namespace_(std::string_view name);
 
 // Pods in every namespace when `ns` is empty.
 std::string pods(std::string_view ns = {});
