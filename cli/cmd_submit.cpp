@@ -2,6 +2,7 @@
 // optionally waited for (--wait) or followed (--follow) to its result.
 #include <algorithm>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -234,13 +235,10 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   return wait_and_report(ctx, *client, ns, name, o, v);
 }
 
-}  // namespace
-
-void register_submit(CLI::App& app, AppContext& ctx) {
-  auto o = std::make_shared<SubmitOptions>();
-  auto& f = o->flags;
-  auto* cmd = app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
-  cmd->footer(fmt::format(R"(The Job gets, unless told otherwise:
+// The help's footer: the defaults a Job gets (with the values of the constants), what the
+// pre-flight checks refuse, and the exit codes of --wait and --follow.
+std::string submit_footer() {
+  return fmt::format(R"(The Job gets, unless told otherwise:
   GPU requests equal to limits, restartPolicy Never, backoffLimit {} (--backoff-limit),
   a podFailurePolicy under which pods lost to drains, preemption or eviction are replaced without
   counting as failures (--count-disruptions turns it off), ttlSecondsAfterFinished {} (a week;
@@ -270,51 +268,81 @@ Examples:
 
   # In a script: the job's name, then its exit code
   job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${{job%/*}}")",
-                          ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds));
-  auto* name = cmd->add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
+                     ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds);
+}
+
+// NAME and COMMAND, the positionals, and -f: what the job is and runs.
+void add_job_source_flags(CLI::App& cmd, const std::shared_ptr<SubmitOptions>& o) {
+  auto& f = o->flags;
+  auto* name = cmd.add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
   // CLI11 fills NAME with the first word after `--` when none came before it, which would turn
   // `submit --image x --gpus 1 -- python train.py` into a job "python" running "train.py".
   // Only while parsing can that be seen: CLI11 has then already kept the `--` among the
   // subcommand's remaining arguments. The check records it and never refuses a value.
-  cmd->validate_positionals();
+  cmd.validate_positionals();
   name->check(CLI::Validator(
-      [o, cmd](std::string&) {
+      [o, &cmd](std::string&) {
         if (!o->name_seen) {
           o->name_seen = true;
-          auto rest = cmd->remaining();
+          auto rest = cmd.remaining();
           o->name_after_separator = std::find(rest.begin(), rest.end(), "--") != rest.end();
         }
         return std::string();
       },
       "", "name-before-separator"));
-  cmd->add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
-  cmd->add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
-  cmd->add_option("--image", f.image, "Container image");
-  cmd->add_option("--gpus", f.gpus, "GPUs per pod (0 for a job without GPUs)");
-  cmd->add_option("--gpu-type", f.gpu_type, "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
-  cmd->add_option("--gpu-resource", f.gpu_resource, "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
-  cmd->add_option("--cpu", f.cpu, "CPU request per pod (e.g. 8, 500m)");
-  cmd->add_option("--memory", f.memory, "Memory request per pod (e.g. 64Gi)");
-  cmd->add_option("--cpu-limit", f.cpu_limit, "CPU limit per pod");
-  cmd->add_option("--memory-limit", f.memory_limit, "Memory limit per pod");
-  cmd->add_option("--env", f.env, "K=V environment variable (repeatable)");
-  cmd->add_option("--volume", f.volumes, "CLAIM:/path[:ro]: mount a PersistentVolumeClaim (repeatable)");
-  cmd->add_option("--backoff-limit", f.backoff_limit, fmt::format("Retries of failed pods before the job fails (default {})", ops::kDefaultBackoffLimit));
-  cmd->add_option("--ttl-after-finished", f.ttl_after_finished, "Delete the finished job and its pods after this long (default 7d; 'none' keeps them)");
-  cmd->add_option("--active-deadline", f.active_deadline, "Fail the job when it runs longer than this (e.g. 12h)");
-  cmd->add_option("--priority-class", f.priority_class, "PriorityClass of the pods");
-  cmd->add_option("--label", f.labels, "K=V label on the job and its pods (repeatable)");
-  cmd->add_option("--annotation", f.annotations, "K=V annotation on the job and its pods (repeatable)");
-  cmd->add_option("--colocate-with", f.colocate_with, "Label selector of pods this job's pods must share a node with");
-  cmd->add_option("--colocate-topology", f.colocate_topology, "Topology key for --colocate-with (default kubernetes.io/hostname)");
-  cmd->add_flag("--count-disruptions", f.count_disruptions, "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
-  add_dry_run_flag(*cmd, o->dry_run);
-  add_output_flag(*cmd, o->output, {"", "json", "yaml", "name"});
-  cmd->add_flag("--wait", o->wait, "Wait for the job to finish; exit with its result");
-  cmd->add_flag("--follow", o->follow, "Stream the job's logs until it finishes; exit with its result");
-  cmd->add_option("--timeout", o->timeout, "With --wait/--follow: give up waiting after this long (exit 1; the job keeps running)");
-  cmd->add_flag("--parsable", o->parsable, "Print only namespace/name");
-  cmd->add_flag("--force", o->force, "Submit even when a pre-flight check refuses (the refusals are printed as warnings)");
+  cmd.add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
+  cmd.add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
+}
+
+// The container: image, GPUs, CPU and memory, environment, volumes. Beside -f only --gpu-type is
+// taken; the manifest's container says the rest (ops::parse_submit_flags refuses them).
+void add_container_flags(CLI::App& cmd, ops::SubmitFlags& f) {
+  cmd.add_option("--image", f.image, "Container image");
+  cmd.add_option("--gpus", f.gpus, "GPUs per pod (0 for a job without GPUs)");
+  cmd.add_option("--gpu-type", f.gpu_type, "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
+  cmd.add_option("--gpu-resource", f.gpu_resource, "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
+  cmd.add_option("--cpu", f.cpu, "CPU request per pod (e.g. 8, 500m)");
+  cmd.add_option("--memory", f.memory, "Memory request per pod (e.g. 64Gi)");
+  cmd.add_option("--cpu-limit", f.cpu_limit, "CPU limit per pod");
+  cmd.add_option("--memory-limit", f.memory_limit, "Memory limit per pod");
+  cmd.add_option("--env", f.env, "K=V environment variable (repeatable)");
+  cmd.add_option("--volume", f.volumes, "CLAIM:/path[:ro]: mount a PersistentVolumeClaim (repeatable)");
+}
+
+// The Job around the container: retries, lifetime, priority, labels and annotations, colocation.
+void add_job_policy_flags(CLI::App& cmd, ops::SubmitFlags& f) {
+  cmd.add_option("--backoff-limit", f.backoff_limit, fmt::format("Retries of failed pods before the job fails (default {})", ops::kDefaultBackoffLimit));
+  cmd.add_option("--ttl-after-finished", f.ttl_after_finished, "Delete the finished job and its pods after this long (default 7d; 'none' keeps them)");
+  cmd.add_option("--active-deadline", f.active_deadline, "Fail the job when it runs longer than this (e.g. 12h)");
+  cmd.add_option("--priority-class", f.priority_class, "PriorityClass of the pods");
+  cmd.add_option("--label", f.labels, "K=V label on the job and its pods (repeatable)");
+  cmd.add_option("--annotation", f.annotations, "K=V annotation on the job and its pods (repeatable)");
+  cmd.add_option("--colocate-with", f.colocate_with, "Label selector of pods this job's pods must share a node with");
+  cmd.add_option("--colocate-topology", f.colocate_topology, "Topology key for --colocate-with (default kubernetes.io/hostname)");
+  cmd.add_flag("--count-disruptions", f.count_disruptions, "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
+}
+
+// What gpuctl does with the Job: dry runs, output, waiting, --force.
+void add_run_flags(CLI::App& cmd, SubmitOptions& o) {
+  add_dry_run_flag(cmd, o.dry_run);
+  add_output_flag(cmd, o.output, {"", "json", "yaml", "name"});
+  cmd.add_flag("--wait", o.wait, "Wait for the job to finish; exit with its result");
+  cmd.add_flag("--follow", o.follow, "Stream the job's logs until it finishes; exit with its result");
+  cmd.add_option("--timeout", o.timeout, "With --wait/--follow: give up waiting after this long (exit 1; the job keeps running)");
+  cmd.add_flag("--parsable", o.parsable, "Print only namespace/name");
+  cmd.add_flag("--force", o.force, "Submit even when a pre-flight check refuses (the refusals are printed as warnings)");
+}
+
+}  // namespace
+
+void register_submit(CLI::App& app, AppContext& ctx) {
+  auto o = std::make_shared<SubmitOptions>();
+  auto* cmd = app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
+  cmd->footer(submit_footer());
+  add_job_source_flags(*cmd, o);
+  add_container_flags(*cmd, o->flags);
+  add_job_policy_flags(*cmd, o->flags);
+  add_run_flags(*cmd, *o);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_submit(*o, ctx); }; });
 }
 

@@ -1,4 +1,5 @@
-// gpuctl submit's flags, validated without I/O.
+// gpuctl submit's flags, validated without I/O, and the rules for names (DNS labels, qualified
+// names, label values, variable names) that the -f manifest checks share (submit_flags_manifest.cpp).
 #include <cctype>
 #include <charconv>
 #include <chrono>
@@ -9,13 +10,11 @@
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/util/time.hpp"
+#include "submit_flags_internal.hpp"
 
 namespace gpuctl::ops {
 
-using json = nlohmann::json;
-namespace {
-
-auto usage(std::string message) { return fail(Errc::invalid_argument, std::move(message)); }
+namespace submit_flags_detail {
 
 bool is_dns_label(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
@@ -27,8 +26,6 @@ bool is_dns_label(std::string_view s) {
   return true;
 }
 
-// A qualified name as labels, annotations and resources use: [prefix/]name, name <= 63 of
-// [A-Za-z0-9-_.] starting and ending alphanumeric; the prefix a DNS subdomain.
 bool is_qualified_name(std::string_view s) {
   auto slash = s.find('/');
   std::string_view name = slash == std::string_view::npos ? s : s.substr(slash + 1);
@@ -64,6 +61,12 @@ bool is_env_name(std::string_view s) {
   }
   return true;
 }
+
+}  // namespace submit_flags_detail
+
+namespace {
+
+using namespace submit_flags_detail;
 
 Result<std::int64_t> non_negative_integer(std::string_view flag, std::string_view text, std::int64_t max) {
   std::int64_t v = 0;
@@ -122,113 +125,14 @@ Result<VolumeSpec> parse_volume(const std::string& text) {
   return v;
 }
 
-// ---- the same checks for a -f manifest's values ---------------------------------------------------
+// ---- parse_submit_flags, one group of flags at a time ---------------------------------------------
+// The steps run in a fixed order and stop at the first error, so a command line with several
+// mistakes is always told about the same one first.
 
-// A manifest resource value, checked as the matching flag checks it: GPUs (nvidia.com/*) as
-// --gpus (a whole number 0..1024), everything else as --cpu/--memory (more than zero).
-Result<void> resource_value(std::string_view where, const std::string& resource, const json& value) {
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  auto q = value.is_string() ? kube::Quantity::parse(text)
-           : value.is_number_integer() ? Result<kube::Quantity>(kube::Quantity::from_int(value.get<std::int64_t>()))
-                                       : Result<kube::Quantity>(fail(Errc::parse, "not a quantity"));
-  if (!q) return usage(fmt::format("{}.{} {:?}: not a quantity", where, resource, text));
-  if (resource.starts_with("nvidia.com/")) {
-    if (q->sign() < 0 || q->milli_value() != kube::saturating_mul(q->value(), 1000) || q->value() > 1024) {
-      return usage(fmt::format("{}.{} {:?}: expected a whole number of GPUs from 0 to 1024 (as --gpus)", where, resource, text));
-    }
-  } else if (q->sign() <= 0) {
-    return usage(fmt::format("{}.{} {:?}: must be more than zero (as --cpu and --memory)", where, resource, text));
-  }
-  return {};
-}
-
-Result<void> container_values(const json& c, const std::string& where) {
-  const json& resources = kube::field(c, "resources");
-  for (const char* part : {"requests", "limits"}) {
-    const json& list = kube::field(resources, part);
-    if (!list.is_object()) continue;
-    for (const auto& [resource, value] : list.items()) {
-      GPUCTL_TRY(resource_value(fmt::format("{}.resources.{}", where, part), resource, value));
-    }
-  }
-  for (const char* r : {"cpu", "memory"}) {
-    auto req = kube::parse_resource_list(kube::field(resources, "requests"));
-    auto lim = kube::parse_resource_list(kube::field(resources, "limits"));
-    if (req.contains(r) && lim.contains(r) && lim.at(r) < req.at(r)) {
-      return usage(fmt::format("{}: the {} limit {} is below the request {}: a limit must be at least the request", where, r,
-                               lim.at(r).to_string(), req.at(r).to_string()));
-    }
-  }
-  for (const auto& e : kube::array_field(c, "env")) {
-    std::string name = kube::string_field(e, "name");
-    if (!is_env_name(name)) return usage(fmt::format("{}.env: {:?} is not a valid variable name (as --env)", where, name));
-  }
-  return {};
-}
-
-Result<void> labels_and_annotations(const json& metadata, const std::string& where) {
-  const json& labels = kube::field(metadata, "labels");
-  if (labels.is_object()) {
-    for (const auto& [k, v] : labels.items()) {
-      if (!is_qualified_name(k) || !v.is_string() || !is_label_value(v.get<std::string>())) {
-        return usage(fmt::format("{}.labels: {:?}={} is not a valid label (as --label)", where, k, v.dump()));
-      }
-    }
-  }
-  const json& annotations = kube::field(metadata, "annotations");
-  if (annotations.is_object()) {
-    for (const auto& [k, v] : annotations.items()) {
-      if (!is_qualified_name(k) || !v.is_string()) return usage(fmt::format("{}.annotations: {:?} is not a valid annotation (as --annotation)", where, k));
-    }
-  }
-  return {};
-}
-
-Result<void> integer_at_least(const json& spec, const char* key, std::int64_t min, std::string_view flag) {
-  const json& v = kube::field(spec, key);
-  if (v.is_null()) return {};
-  if (!v.is_number_integer() || v.get<std::int64_t>() < min || v.get<std::int64_t>() > 2147483647) {
-    return usage(fmt::format("spec.{} {}: expected a whole number from {} to 2147483647{}", key, v.dump(), min, flag));
-  }
-  return {};
-}
-
-}  // namespace
-
-Result<void> check_manifest_values(const json& job) {
-  std::string name = kube::name_of(job);
-  if (!name.empty() && !is_dns_label(name)) {
-    return usage(fmt::format("metadata.name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and "
-                             "ending with a letter or digit (the Job controller puts it in a label)", name));
-  }
-  GPUCTL_TRY(labels_and_annotations(kube::field(job, "metadata"), "metadata"));
-  const json& spec = kube::field(job, "spec");
-  GPUCTL_TRY(integer_at_least(spec, "backoffLimit", 0, " (as --backoff-limit)"));
-  GPUCTL_TRY(integer_at_least(spec, "activeDeadlineSeconds", 1, " (as --active-deadline)"));
-  GPUCTL_TRY(integer_at_least(spec, "ttlSecondsAfterFinished", 0, " (as --ttl-after-finished)"));
-  GPUCTL_TRY(integer_at_least(spec, "parallelism", 0, ""));
-  GPUCTL_TRY(integer_at_least(spec, "completions", 0, ""));
-  const json& tmpl = kube::field(spec, "template");
-  GPUCTL_TRY(labels_and_annotations(kube::field(tmpl, "metadata"), "spec.template.metadata"));
-  const json& pod_spec = kube::field(tmpl, "spec");
-  std::string priority = kube::string_field(pod_spec, "priorityClassName");
-  if (!priority.empty() && !(priority.size() <= 253 && is_qualified_name(priority))) {
-    return usage(fmt::format("spec.template.spec.priorityClassName {:?} is not a valid PriorityClass name", priority));
-  }
-  for (const char* list : {"initContainers", "containers"}) {
-    const json& containers = kube::array_field(pod_spec, list);
-    for (std::size_t i = 0; i < containers.size(); ++i) {
-      GPUCTL_TRY(container_values(containers[i], fmt::format("spec.template.spec.{}[{}]", list, i)));
-    }
-  }
-  return {};
-}
-
-Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
-  SubmitSpec s;
-  s.from_manifest = f.from_manifest;
+// -f and the flags describe the container in two ways: a manifest refuses the container flags
+// (they would silently win over it), and without one NAME, --image and --gpus are required.
+Result<void> check_mode(const SubmitFlags& f) {
   if (f.from_manifest) {
-    // The manifest describes the container; a flag that would silently win over it is refused.
     std::vector<std::pair<std::string_view, bool>> container_flags = {
         {"--image", !f.image.empty()},   {"--gpus", !f.gpus.empty()},
         {"--cpu", !f.cpu.empty()},       {"--memory", !f.memory.empty()},
@@ -239,21 +143,19 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
     for (auto [flag, given] : container_flags) {
       if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's container", flag));
     }
-  } else {
-    if (f.name.empty()) {
-      return usage("a job NAME is required before --, since every word after -- is the command: "
-                   "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
-    }
-    if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
-    if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
+    return {};
   }
-  if (!f.name.empty() && !is_dns_label(f.name)) {
-    return usage(fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
-                             "with a letter or digit (the Job controller puts it in a label)", f.name));
+  if (f.name.empty()) {
+    return usage("a job NAME is required before --, since every word after -- is the command: "
+                 "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
   }
-  s.name = f.name;
-  s.image = f.image;
-  s.command = f.command;
+  if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
+  if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
+  return {};
+}
+
+// --gpus, --gpu-resource and --gpu-type.
+Result<void> parse_gpu_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.gpus.empty()) {
     GPUCTL_TRY_ASSIGN(s.gpus, non_negative_integer("--gpus", f.gpus, 1024));
   }
@@ -273,6 +175,11 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
     if (s.gpus && *s.gpus == 0) return usage("--gpu-type needs --gpus of 1 or more: a job without GPUs has no GPU type");
   }
   s.gpu_type = f.gpu_type;
+  return {};
+}
+
+// --cpu, --memory and their limits, each limit at least its request.
+Result<void> parse_compute_flags(const SubmitFlags& f, SubmitSpec& s) {
   GPUCTL_TRY_ASSIGN(s.cpu, quantity_flag("--cpu", f.cpu));
   GPUCTL_TRY_ASSIGN(s.memory, quantity_flag("--memory", f.memory));
   GPUCTL_TRY_ASSIGN(s.cpu_limit, quantity_flag("--cpu-limit", f.cpu_limit));
@@ -280,10 +187,18 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   auto limit_below = [](const std::string& req, const std::string& lim) {
     return !req.empty() && !lim.empty() && *kube::Quantity::parse(lim) < *kube::Quantity::parse(req);
   };
-  if (limit_below(s.cpu, s.cpu_limit)) return usage(fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
-  if (limit_below(s.memory, s.memory_limit)) {
-    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request", s.memory_limit, s.memory));
+  if (limit_below(s.cpu, s.cpu_limit)) {
+    return usage(fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
   }
+  if (limit_below(s.memory, s.memory_limit)) {
+    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request", s.memory_limit,
+                             s.memory));
+  }
+  return {};
+}
+
+// --env and --volume: what the container sees besides its resources.
+Result<void> parse_env_and_volumes(const SubmitFlags& f, SubmitSpec& s) {
   for (const auto& e : f.env) {
     GPUCTL_TRY_ASSIGN(auto kv, key_value("--env", e));
     if (!is_env_name(kv.first)) return usage(fmt::format("--env {:?}: {:?} is not a valid variable name", e, kv.first));
@@ -292,10 +207,17 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   for (const auto& v : f.volumes) {
     GPUCTL_TRY_ASSIGN(VolumeSpec vol, parse_volume(v));
     for (const auto& other : s.volumes) {
-      if (other.mount_path == vol.mount_path) return usage(fmt::format("--volume: two volumes are mounted at {}", vol.mount_path));
+      if (other.mount_path == vol.mount_path) {
+        return usage(fmt::format("--volume: two volumes are mounted at {}", vol.mount_path));
+      }
     }
     s.volumes.push_back(std::move(vol));
   }
+  return {};
+}
+
+// --backoff-limit, --ttl-after-finished and --active-deadline: how long the Job lives and retries.
+Result<void> parse_lifetime_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.backoff_limit.empty()) {
     GPUCTL_TRY_ASSIGN(s.backoff_limit, non_negative_integer("--backoff-limit", f.backoff_limit, 2147483647));
   }
@@ -307,6 +229,11 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   if (!f.active_deadline.empty()) {
     GPUCTL_TRY_ASSIGN(s.active_deadline_seconds, seconds_of("--active-deadline", f.active_deadline, false));
   }
+  return {};
+}
+
+// --priority-class, --label and --annotation.
+Result<void> parse_metadata_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.priority_class.empty() && !(f.priority_class.size() <= 253 && is_qualified_name(f.priority_class))) {
     return usage(fmt::format("--priority-class {:?} is not a valid PriorityClass name", f.priority_class));
   }
@@ -320,9 +247,16 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   }
   for (const auto& a : f.annotations) {
     GPUCTL_TRY_ASSIGN(auto kv, key_value("--annotation", a));
-    if (!is_qualified_name(kv.first)) return usage(fmt::format("--annotation {:?}: {:?} is not a valid annotation key", a, kv.first));
+    if (!is_qualified_name(kv.first)) {
+      return usage(fmt::format("--annotation {:?}: {:?} is not a valid annotation key", a, kv.first));
+    }
     s.annotations[kv.first] = kv.second;
   }
+  return {};
+}
+
+// --colocate-with and --colocate-topology.
+Result<void> parse_colocate_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.colocate_with.empty()) {
     auto sel = kube::parse_label_selector(f.colocate_with);
     if (!sel) return usage("--colocate-with: " + sel.error().message);
@@ -330,9 +264,33 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   }
   if (!f.colocate_topology.empty()) {
     if (f.colocate_with.empty()) return usage("--colocate-topology needs --colocate-with (the pods to colocate with)");
-    if (!is_qualified_name(f.colocate_topology)) return usage(fmt::format("--colocate-topology {:?} is not a label key", f.colocate_topology));
+    if (!is_qualified_name(f.colocate_topology)) {
+      return usage(fmt::format("--colocate-topology {:?} is not a label key", f.colocate_topology));
+    }
     s.colocate_topology = f.colocate_topology;
   }
+  return {};
+}
+
+}  // namespace
+
+Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
+  SubmitSpec s;
+  s.from_manifest = f.from_manifest;
+  GPUCTL_TRY(check_mode(f));
+  if (!f.name.empty() && !is_dns_label(f.name)) {
+    return usage(fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
+                             "with a letter or digit (the Job controller puts it in a label)", f.name));
+  }
+  s.name = f.name;
+  s.image = f.image;
+  s.command = f.command;
+  GPUCTL_TRY(parse_gpu_flags(f, s));
+  GPUCTL_TRY(parse_compute_flags(f, s));
+  GPUCTL_TRY(parse_env_and_volumes(f, s));
+  GPUCTL_TRY(parse_lifetime_flags(f, s));
+  GPUCTL_TRY(parse_metadata_flags(f, s));
+  GPUCTL_TRY(parse_colocate_flags(f, s));
   s.count_disruptions = f.count_disruptions;
   return s;
 }

@@ -143,32 +143,20 @@ std::string describe_selector(const std::map<std::string, std::vector<std::strin
   return fmt::format("{}", fmt::join(parts, " or "));
 }
 
-// Everything both modes share: the defaults, the placement and the flags that override.
-Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlacement& placement, std::string_view source) {
-  BuiltJob built;
-  json& metadata = object_at(job, "metadata");
-  json& job_spec = object_at(job, "spec");
-  json& tmpl = object_at(job_spec, "template");
-  json& pod_spec = object_at(tmpl, "spec");
-  json& tmpl_meta = object_at(tmpl, "metadata");
-
-  if (!pod_spec.contains("containers") || !pod_spec["containers"].is_array() || pod_spec["containers"].empty()) {
-    return usage(fmt::format("{}: spec.template.spec.containers is empty; a Job needs at least one container", source));
-  }
-  GPUCTL_TRY_ASSIGN(bool any_gpu, equalise_gpu_resources(pod_spec["containers"], source));
-  if (!any_gpu) {
-    built.warnings.push_back("the job requests no GPUs: its pods get none (no NVIDIA devices in the container) and may "
-                             "land on any node; give --gpus N or set resources.limits of nvidia.com/gpu");
-  }
-
-  // restartPolicy: Jobs allow Never and OnFailure; Never lets the failure policy see each failure.
+// restartPolicy: Jobs allow Never and OnFailure; Never lets the failure policy see each failure.
+Result<void> default_restart_policy(json& pod_spec, std::string_view source) {
   std::string restart = kube::string_field(pod_spec, "restartPolicy");
   if (restart.empty()) {
     pod_spec["restartPolicy"] = "Never";
   } else if (restart != "Never" && restart != "OnFailure") {
     return usage(fmt::format("{}: restartPolicy {} is not allowed in a Job; use Never (or OnFailure)", source, restart));
   }
+  return {};
+}
 
+// gpuctl's managed-by label, then --label and --annotation on the Job and on its pods alike.
+void add_labels_and_annotations(json& metadata, json& tmpl, const SubmitSpec& spec) {
+  json& tmpl_meta = object_at(tmpl, "metadata");
   auto& labels = object_at(metadata, "labels");
   if (!labels.contains(kManagedByLabel)) labels[kManagedByLabel] = "gpuctl";
   for (const auto& [k, v] : spec.labels) {
@@ -180,8 +168,11 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
     object_at(tmpl_meta, "annotations")[k] = v;
   }
   if (tmpl_meta.empty()) tmpl.erase("metadata");
+}
 
-  // Retries.
+// Retries, the deadline and the clean-up after finishing: the flags win, then what the job says,
+// then gpuctl's defaults (each default chosen is noted).
+void default_lifetime(json& job_spec, const SubmitSpec& spec, BuiltJob& built) {
   if (spec.backoff_limit) {
     job_spec["backoffLimit"] = *spec.backoff_limit;
   } else if (!job_spec.contains("backoffLimit") && !job_spec.contains("backoffLimitPerIndex")) {
@@ -198,53 +189,92 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
     built.notes.push_back(fmt::format("ttlSecondsAfterFinished {}: the job and its pods are deleted {} after it finishes",
                                       kDefaultTtlAfterFinishedSeconds, human_seconds(kDefaultTtlAfterFinishedSeconds)));
   }
-  if (!spec.count_disruptions && !job_spec.contains("podFailurePolicy")) {
-    if (pod_spec["restartPolicy"] == "Never") {
-      job_spec["podFailurePolicy"] = {
-          {"rules", json::array({{{"action", "Ignore"},
-                                  {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
-      built.notes.push_back("podFailurePolicy: pods lost to a drain, preemption or eviction are replaced without counting "
-                            "against backoffLimit");
-    } else {
-      built.warnings.push_back("restartPolicy OnFailure: a podFailurePolicy needs Never, so evictions and preemptions count "
-                               "against backoffLimit");
-    }
-  }
-  if (!spec.priority_class.empty()) pod_spec["priorityClassName"] = spec.priority_class;
+}
 
-  // Placement on GPU nodes of the asked type, with the tolerations their pools need.
-  if (!spec.gpu_type.empty()) {
-    if (placement.selector.size() == 1 && placement.selector.begin()->second.size() == 1 &&
-        !(pod_spec.contains("affinity") && pod_spec["affinity"].contains("nodeAffinity"))) {
-      const auto& [key, values] = *placement.selector.begin();
-      json& ns = object_at(pod_spec, "nodeSelector");
-      if (ns.contains(key) && ns[key] != values[0]) {
-        return usage(fmt::format("{}: nodeSelector {}={} contradicts --gpu-type {} ({}={})", source, key,
-                                 ns[key].get<std::string>(), spec.gpu_type, key, values[0]));
-      }
-      ns[key] = values[0];
-    } else {
-      add_node_affinity(pod_spec, placement.selector);
+// Unless --count-disruptions or the job has its own: pods lost to drains, preemption or eviction
+// are not the program's failures, so they must not use up backoffLimit.
+void default_pod_failure_policy(json& job_spec, const json& pod_spec, const SubmitSpec& spec, BuiltJob& built) {
+  if (spec.count_disruptions || job_spec.contains("podFailurePolicy")) return;
+  if (kube::string_field(pod_spec, "restartPolicy") == "Never") {
+    job_spec["podFailurePolicy"] = {
+        {"rules", json::array({{{"action", "Ignore"},
+                                {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
+    built.notes.push_back("podFailurePolicy: pods lost to a drain, preemption or eviction are replaced without counting "
+                          "against backoffLimit");
+  } else {
+    built.warnings.push_back("restartPolicy OnFailure: a podFailurePolicy needs Never, so evictions and preemptions count "
+                             "against backoffLimit");
+  }
+}
+
+// --gpu-type: GPU nodes of that type only. One label value is a nodeSelector, unless the job has
+// node affinity of its own; anything else is ANDed into its required node affinity.
+Result<void> select_gpu_type(json& pod_spec, const SubmitSpec& spec, const GpuPlacement& placement,
+                             std::string_view source, BuiltJob& built) {
+  if (spec.gpu_type.empty()) return {};
+  if (placement.selector.size() == 1 && placement.selector.begin()->second.size() == 1 &&
+      !(pod_spec.contains("affinity") && pod_spec["affinity"].contains("nodeAffinity"))) {
+    const auto& [key, values] = *placement.selector.begin();
+    json& ns = object_at(pod_spec, "nodeSelector");
+    if (ns.contains(key) && ns[key] != values[0]) {
+      return usage(fmt::format("{}: nodeSelector {}={} contradicts --gpu-type {} ({}={})", source, key,
+                               ns[key].get<std::string>(), spec.gpu_type, key, values[0]));
     }
-    built.notes.push_back(fmt::format("runs on {} nodes only ({})", spec.gpu_type, describe_selector(placement.selector)));
+    ns[key] = values[0];
+  } else {
+    add_node_affinity(pod_spec, placement.selector);
   }
-  if (any_gpu) {
-    std::vector<json> existing = kube::tolerations_of(pod_spec);
-    json& tolerations = array_at(pod_spec, "tolerations");
-    for (std::size_t i = 0; i < placement.pool_taints.size(); ++i) {
-      const auto& taint = placement.pool_taints[i];
-      if (kube::tolerates(existing, taint)) continue;
-      tolerations.push_back(placement.tolerations[i]);
-      built.notes.push_back(fmt::format("tolerates {} (the taint of the GPU nodes it may use)", kube::to_string(taint)));
-    }
-    if (tolerations.empty()) pod_spec.erase("tolerations");
+  built.notes.push_back(fmt::format("runs on {} nodes only ({})", spec.gpu_type, describe_selector(placement.selector)));
+  return {};
+}
+
+// The tolerations the GPU pools' taints need, for those the job does not tolerate already.
+void tolerate_pool_taints(json& pod_spec, const GpuPlacement& placement, BuiltJob& built) {
+  std::vector<json> existing = kube::tolerations_of(pod_spec);
+  json& tolerations = array_at(pod_spec, "tolerations");
+  for (std::size_t i = 0; i < placement.pool_taints.size(); ++i) {
+    const auto& taint = placement.pool_taints[i];
+    if (kube::tolerates(existing, taint)) continue;
+    tolerations.push_back(placement.tolerations[i]);
+    built.notes.push_back(fmt::format("tolerates {} (the taint of the GPU nodes it may use)", kube::to_string(taint)));
   }
-  if (!spec.colocate_selector.is_null()) {
-    json& affinity = object_at(pod_spec, "affinity");
-    json& pod_affinity = object_at(affinity, "podAffinity");
-    json& required = array_at(pod_affinity, "requiredDuringSchedulingIgnoredDuringExecution");
-    required.push_back({{"labelSelector", spec.colocate_selector}, {"topologyKey", spec.colocate_topology}});
+  if (tolerations.empty()) pod_spec.erase("tolerations");
+}
+
+// --colocate-with: a required pod affinity term beside any the job has.
+void add_colocation(json& pod_spec, const SubmitSpec& spec) {
+  if (spec.colocate_selector.is_null()) return;
+  json& affinity = object_at(pod_spec, "affinity");
+  json& pod_affinity = object_at(affinity, "podAffinity");
+  json& required = array_at(pod_affinity, "requiredDuringSchedulingIgnoredDuringExecution");
+  required.push_back({{"labelSelector", spec.colocate_selector}, {"topologyKey", spec.colocate_topology}});
+}
+
+// Everything both modes share: the defaults, the placement and the flags that override. The
+// steps run in this order so that notes and warnings read in it too.
+Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlacement& placement, std::string_view source) {
+  BuiltJob built;
+  json& metadata = object_at(job, "metadata");
+  json& job_spec = object_at(job, "spec");
+  json& tmpl = object_at(job_spec, "template");
+  json& pod_spec = object_at(tmpl, "spec");
+
+  if (!pod_spec.contains("containers") || !pod_spec["containers"].is_array() || pod_spec["containers"].empty()) {
+    return usage(fmt::format("{}: spec.template.spec.containers is empty; a Job needs at least one container", source));
   }
+  GPUCTL_TRY_ASSIGN(bool any_gpu, equalise_gpu_resources(pod_spec["containers"], source));
+  if (!any_gpu) {
+    built.warnings.push_back("the job requests no GPUs: its pods get none (no NVIDIA devices in the container) and may "
+                             "land on any node; give --gpus N or set resources.limits of nvidia.com/gpu");
+  }
+  GPUCTL_TRY(default_restart_policy(pod_spec, source));
+  add_labels_and_annotations(metadata, tmpl, spec);
+  default_lifetime(job_spec, spec, built);
+  default_pod_failure_policy(job_spec, pod_spec, spec, built);
+  if (!spec.priority_class.empty()) pod_spec["priorityClassName"] = spec.priority_class;
+  GPUCTL_TRY(select_gpu_type(pod_spec, spec, placement, source, built));
+  if (any_gpu) tolerate_pool_taints(pod_spec, placement, built);
+  add_colocation(pod_spec, spec);
   built.job = std::move(job);
   return built;
 }

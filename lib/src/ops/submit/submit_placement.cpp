@@ -46,13 +46,8 @@ json toleration_for(const kube::Taint& t, bool same_value) {
   return tol;
 }
 
-}  // namespace
-
-GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type, std::string_view resource) {
-  GpuPlacement p;
-  p.resource = std::string(resource);
-  p.gpu_type = std::string(gpu_type);
-  NodeInventory inv = build_node_inventory(nodes, {}, false, std::chrono::system_clock::time_point{});
+// The GPU nodes that offer `resource`, and the products they carry.
+std::vector<const NodeGpuInfo*> gpu_pool(const NodeInventory& inv, std::string_view resource, GpuPlacement& p) {
   std::vector<const NodeGpuInfo*> pool;
   std::set<std::string> known;
   for (const auto& n : inv.nodes) {
@@ -61,21 +56,106 @@ GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_vi
     pool.push_back(&n);
   }
   p.known_products.assign(known.begin(), known.end());
+  return pool;
+}
+
+// The nodes whose product is `gpu_type`: spelled exactly, then in any spelling, then as part of
+// the product's name (A100 finds NVIDIA-A100-SXM4-80GB); the first try that finds any wins.
+std::vector<const NodeGpuInfo*> nodes_of_type(const std::vector<const NodeGpuInfo*>& pool, std::string_view gpu_type) {
+  auto pick = [&](auto&& pred) {
+    std::vector<const NodeGpuInfo*> out;
+    for (auto* n : pool) {
+      if (!n->product.empty() && pred(*n)) out.push_back(n);
+    }
+    return out;
+  };
+  auto matched = pick([&](const NodeGpuInfo& n) { return n.product == gpu_type; });
+  if (matched.empty()) matched = pick([&](const NodeGpuInfo& n) { return squash(n.product) == squash(gpu_type); });
+  if (matched.empty() && !squash(gpu_type).empty()) {
+    matched = pick([&](const NodeGpuInfo& n) { return squash(n.product).find(squash(gpu_type)) != std::string::npos; });
+  }
+  return matched;
+}
+
+// The products matched and, per product label key, the values that select them.
+void select_products(const std::vector<const NodeGpuInfo*>& matched, GpuPlacement& p) {
+  std::set<std::string> products;
+  std::map<std::string, std::set<std::string>> selector;
+  for (auto* n : matched) {
+    products.insert(n->product);
+    selector[n->product_label].insert(n->product);
+  }
+  p.products.assign(products.begin(), products.end());
+  for (auto& [key, values] : selector) p.selector[key].assign(values.begin(), values.end());
+}
+
+// The nodes of one product whose taints speak for it: the schedulable, Ready ones (all of them
+// when none is), so one node's maintenance taint is not taken for the pool's.
+std::vector<const NodeGpuInfo*> representative_nodes(const std::vector<const NodeGpuInfo*>& members) {
+  std::vector<const NodeGpuInfo*> healthy;
+  for (auto* n : members) {
+    if (n->schedulable && n->readiness == "Ready") healthy.push_back(n);
+  }
+  return healthy.empty() ? members : healthy;
+}
+
+struct TaintSpread {
+  bool everywhere = true;  // every node has a taint of this key and effect
+  bool same_value = true;  // and all with this value
+};
+
+TaintSpread spread_of(const kube::Taint& t, const std::vector<const NodeGpuInfo*>& nodes) {
+  TaintSpread spread;
+  for (auto* n : nodes) {
+    auto it = std::find_if(n->taints.begin(), n->taints.end(),
+                           [&](const kube::Taint& o) { return o.key == t.key && o.effect == t.effect; });
+    if (it == n->taints.end()) {
+      spread.everywhere = false;
+      break;
+    }
+    if (it->value != t.value) spread.same_value = false;
+  }
+  return spread;
+}
+
+// Per product: the NoSchedule/NoExecute taints on every representative node, lifecycle taints
+// left out; each with whether one value fits all (then it is tolerated by value, else by key).
+std::vector<std::pair<kube::Taint, bool>> pool_taints_of(const std::vector<const NodeGpuInfo*>& matched) {
+  std::map<std::string, std::vector<const NodeGpuInfo*>> by_product;
+  for (auto* n : matched) by_product[n->product].push_back(n);
+  std::vector<std::pair<kube::Taint, bool>> taints;  // taint, every node has the same value
+  for (auto& [product, members] : by_product) {
+    const auto basis = representative_nodes(members);
+    for (const auto& t : basis.front()->taints) {
+      if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
+      if (is_lifecycle_taint(t)) continue;
+      const TaintSpread spread = spread_of(t, basis);
+      if (!spread.everywhere) continue;
+      auto known_taint = std::find_if(taints.begin(), taints.end(), [&](const auto& kt) {
+        return kt.first.key == t.key && kt.first.effect == t.effect;
+      });
+      if (known_taint == taints.end()) {
+        taints.emplace_back(kube::Taint{t.key, t.value, t.effect, ""}, spread.same_value);
+      } else if (known_taint->first.value != t.value || !spread.same_value) {
+        known_taint->second = false;  // pools disagree on the value: tolerate the key
+      }
+    }
+  }
+  return taints;
+}
+
+}  // namespace
+
+GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type, std::string_view resource) {
+  GpuPlacement p;
+  p.resource = std::string(resource);
+  p.gpu_type = std::string(gpu_type);
+  NodeInventory inv = build_node_inventory(nodes, {}, false, std::chrono::system_clock::time_point{});
+  const std::vector<const NodeGpuInfo*> pool = gpu_pool(inv, resource, p);
 
   std::vector<const NodeGpuInfo*> matched = pool;
   if (!gpu_type.empty()) {
-    auto pick = [&](auto&& pred) {
-      std::vector<const NodeGpuInfo*> out;
-      for (auto* n : pool) {
-        if (!n->product.empty() && pred(*n)) out.push_back(n);
-      }
-      return out;
-    };
-    matched = pick([&](const NodeGpuInfo& n) { return n.product == gpu_type; });
-    if (matched.empty()) matched = pick([&](const NodeGpuInfo& n) { return squash(n.product) == squash(gpu_type); });
-    if (matched.empty() && !squash(gpu_type).empty()) {
-      matched = pick([&](const NodeGpuInfo& n) { return squash(n.product).find(squash(gpu_type)) != std::string::npos; });
-    }
+    matched = nodes_of_type(pool, gpu_type);
     if (matched.empty()) {
       // Nothing carries it: select it as GPU Feature Discovery would label it, so that with
       // --force the job waits for such nodes (and the pre-flight check says there are none).
@@ -84,52 +164,9 @@ GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_vi
       p.selector["nvidia.com/gpu.product"] = {std::string(gpu_type)};
       return p;
     }
-    std::set<std::string> products;
-    std::map<std::string, std::set<std::string>> selector;
-    for (auto* n : matched) {
-      products.insert(n->product);
-      selector[n->product_label].insert(n->product);
-    }
-    p.products.assign(products.begin(), products.end());
-    for (auto& [key, values] : selector) p.selector[key].assign(values.begin(), values.end());
+    select_products(matched, p);
   }
-
-  // Per product: the taints on every schedulable, Ready node of it (all of its nodes when none
-  // is), so one node's maintenance taint is not tolerated, the pool's GPU taint is.
-  std::map<std::string, std::vector<const NodeGpuInfo*>> by_product;
-  for (auto* n : matched) by_product[n->product].push_back(n);
-  std::vector<std::pair<kube::Taint, bool>> taints;  // taint, every node has the same value
-  for (auto& [product, members] : by_product) {
-    std::vector<const NodeGpuInfo*> healthy;
-    for (auto* n : members) {
-      if (n->schedulable && n->readiness == "Ready") healthy.push_back(n);
-    }
-    const auto& basis = healthy.empty() ? members : healthy;
-    for (const auto& t : basis.front()->taints) {
-      if (t.effect != "NoSchedule" && t.effect != "NoExecute") continue;
-      if (is_lifecycle_taint(t)) continue;
-      bool everywhere = true, same_value = true;
-      for (auto* n : basis) {
-        auto it = std::find_if(n->taints.begin(), n->taints.end(),
-                               [&](const kube::Taint& o) { return o.key == t.key && o.effect == t.effect; });
-        if (it == n->taints.end()) {
-          everywhere = false;
-          break;
-        }
-        if (it->value != t.value) same_value = false;
-      }
-      if (!everywhere) continue;
-      auto known_taint = std::find_if(taints.begin(), taints.end(), [&](const auto& kt) {
-        return kt.first.key == t.key && kt.first.effect == t.effect;
-      });
-      if (known_taint == taints.end()) {
-        taints.emplace_back(kube::Taint{t.key, t.value, t.effect, ""}, same_value);
-      } else if (known_taint->first.value != t.value || !same_value) {
-        known_taint->second = false;  // pools disagree on the value: tolerate the key
-      }
-    }
-  }
-  for (auto& [t, same_value] : taints) {
+  for (auto& [t, same_value] : pool_taints_of(matched)) {
     p.pool_taints.push_back(t);
     p.tolerations.push_back(toleration_for(t, same_value));
   }

@@ -136,6 +136,119 @@ std::int64_t how_many_fit(const Quantity& left, const Quantity& each) {
   return std::max<std::int64_t>(left.milli_value(), 0) / each.milli_value();
 }
 
+// --- LimitRange items -----------------------------------------------------------------------
+
+constexpr std::string_view kRefused = "the API server would refuse every pod";
+
+// One item of a LimitRange's spec.limits, as far as it concerns nvidia.com/* resources.
+struct LimitItem {
+  std::string type;  // Container, Pod (others, such as PersistentVolumeClaim, are not about GPUs)
+  ResourceList max, min, defaults, default_requests;
+  std::set<std::string> gpu_resources;  // the nvidia.com/* resources any of the four lists names
+};
+
+LimitItem read_limit_item(const json& item) {
+  LimitItem l;
+  l.type = string_field(item, "type");
+  l.max = kube::parse_resource_list(field(item, "max"));
+  l.min = kube::parse_resource_list(field(item, "min"));
+  l.defaults = kube::parse_resource_list(field(item, "default"));
+  l.default_requests = kube::parse_resource_list(field(item, "defaultRequest"));
+  for (const auto* list : {&l.max, &l.min, &l.defaults, &l.default_requests}) {
+    for (const auto& [r, q] : *list) {
+      if (r.starts_with(kNvidiaResourcePrefix)) l.gpu_resources.insert(r);
+    }
+  }
+  return l;
+}
+
+// A container that asks for none of `r`: LimitRanger gives it the item's default (a warning: each
+// pod takes more GPUs than the job says), or, with no default but a max or min, refuses the pod.
+void container_without(const LimitItem& item, const std::string& r, const std::string& name, const std::string& cname,
+                       std::vector<PreflightFinding>& out) {
+  std::optional<Quantity> given;
+  if (auto d = item.defaults.find(r); d != item.defaults.end()) {
+    given = d->second;
+  } else if (auto dr = item.default_requests.find(r); dr != item.default_requests.end()) {
+    given = dr->second;
+  }
+  if (given && given->sign() > 0) {
+    out.push_back(warning(kLimitRange, fmt::format("LimitRange {} gives container \"{}\", which asks for no {}, "
+                                                   "the default of {}: each pod takes that many more",
+                                                   name, cname, r, given->to_string())));
+  } else if (item.max.contains(r) || item.min.contains(r)) {
+    out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires a {} limit on every container, "
+                                                   "container \"{}\" sets none; {}",
+                                                   name, r, cname, kRefused)));
+  }
+}
+
+// A type: Container item against every container (init containers too) of the pod.
+void check_containers(const LimitItem& item, const json& spec, const std::string& name,
+                      std::vector<PreflightFinding>& out) {
+  for (const char* kind : {"initContainers", "containers"}) {
+    const json& containers = field(spec, kind);
+    if (!containers.is_array()) continue;
+    for (const auto& c : containers) {
+      const std::string cname = string_field(c, "name");
+      const ResourceList limits = kube::parse_resource_list(field(field(c, "resources"), "limits"));
+      const ResourceList requests = kube::parse_resource_list(field(field(c, "resources"), "requests"));
+      for (const auto& r : item.gpu_resources) {
+        auto l = limits.find(r);
+        auto q = requests.find(r);
+        if (l == limits.end() && q == requests.end()) {
+          container_without(item, r, name, cname, out);
+          continue;
+        }
+        // A limit alone is the request too (the API server's defaulting); a request alone is read
+        // as the limit as well.
+        const Quantity limit = l != limits.end() ? l->second : q->second;
+        const Quantity request = q != requests.end() ? q->second : l->second;
+        if (auto m = item.max.find(r); m != item.max.end() && limit > m->second) {
+          out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per container, container "
+                                                         "\"{}\" asks for {}; {}",
+                                                         name, m->second.to_string(), r, cname, limit.to_string(), kRefused)));
+        }
+        if (auto m = item.min.find(r); m != item.min.end() && request < m->second) {
+          out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per container, container "
+                                                         "\"{}\" asks for {}; {}",
+                                                         name, m->second.to_string(), r, cname, request.to_string(), kRefused)));
+        }
+      }
+    }
+  }
+}
+
+// A type: Pod item against the pod's total requests.
+void check_pod(const LimitItem& item, const ResourceList& pod_total, const std::string& name,
+               std::vector<PreflightFinding>& out) {
+  for (const auto& r : item.gpu_resources) {
+    auto total = pod_total.find(r);
+    bool asks = total != pod_total.end() && total->second.sign() > 0;
+    auto mx = item.max.find(r);
+    auto mn = item.min.find(r);
+    if (!asks) {
+      // LimitRanger's "maximum ... usage per Pod is N.  No limit is specified".
+      if (mx != item.max.end() || mn != item.min.end()) {
+        out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} limits {} per pod, and the API server refuses "
+                                                       "pods that set no {} limit, as this job's do",
+                                                       name, r, r)));
+      }
+      continue;
+    }
+    if (mx != item.max.end() && total->second > mx->second) {
+      out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per pod, each pod of this job "
+                                                     "asks for {}; {}",
+                                                     name, mx->second.to_string(), r, total->second.to_string(), kRefused)));
+    }
+    if (mn != item.min.end() && total->second < mn->second) {
+      out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per pod, each pod of this job "
+                                                     "asks for {}; {}",
+                                                     name, mn->second.to_string(), r, total->second.to_string(), kRefused)));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
@@ -202,96 +315,17 @@ std::vector<PreflightFinding> check_limit_range(const PreflightInput& input) {
   const std::string ns = job_namespace(input.job);
   const json& spec = pod_spec(input.job);
   const ResourceList pod_total = kube::pod_requests(pod_template(input.job));
-  constexpr std::string_view kRefused = "the API server would refuse every pod";
-
   for (const auto& lr : input.limit_ranges) {
     const std::string name = object_name(lr, ns);
     const json& items = field(field(lr, "spec"), "limits");
     if (!items.is_array()) continue;
-    for (const auto& item : items) {
-      const std::string type = string_field(item, "type");
-      const ResourceList max = kube::parse_resource_list(field(item, "max"));
-      const ResourceList min = kube::parse_resource_list(field(item, "min"));
-      const ResourceList defaults = kube::parse_resource_list(field(item, "default"));
-      const ResourceList default_requests = kube::parse_resource_list(field(item, "defaultRequest"));
-      std::set<std::string> resources;
-      for (const auto* list : {&max, &min, &defaults, &default_requests}) {
-        for (const auto& [r, q] : *list) {
-          if (r.starts_with(kNvidiaResourcePrefix)) resources.insert(r);
-        }
-      }
-      if (resources.empty()) continue;
-
-      if (type == "Container") {
-        for (const char* kind : {"initContainers", "containers"}) {
-          const json& containers = field(spec, kind);
-          if (!containers.is_array()) continue;
-          for (const auto& c : containers) {
-            const std::string cname = string_field(c, "name");
-            const ResourceList limits = kube::parse_resource_list(field(field(c, "resources"), "limits"));
-            const ResourceList requests = kube::parse_resource_list(field(field(c, "resources"), "requests"));
-            for (const auto& r : resources) {
-              auto l = limits.find(r);
-              auto q = requests.find(r);
-              if (l == limits.end() && q == requests.end()) {
-                std::optional<Quantity> given;
-                if (auto d = defaults.find(r); d != defaults.end()) {
-                  given = d->second;
-                } else if (auto dr = default_requests.find(r); dr != default_requests.end()) {
-                  given = dr->second;
-                }
-                if (given && given->sign() > 0) {
-                  out.push_back(warning(kLimitRange, fmt::format("LimitRange {} gives container \"{}\", which asks for no {}, "
-                                                                 "the default of {}: each pod takes that many more",
-                                                                 name, cname, r, given->to_string())));
-                } else if (max.contains(r) || min.contains(r)) {
-                  out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires a {} limit on every container, "
-                                                                 "container \"{}\" sets none; {}",
-                                                                 name, r, cname, kRefused)));
-                }
-                continue;
-              }
-              const Quantity limit = l != limits.end() ? l->second : q->second;
-              const Quantity request = q != requests.end() ? q->second : l->second;
-              if (auto m = max.find(r); m != max.end() && limit > m->second) {
-                out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per container, container "
-                                                               "\"{}\" asks for {}; {}",
-                                                               name, m->second.to_string(), r, cname, limit.to_string(), kRefused)));
-              }
-              if (auto m = min.find(r); m != min.end() && request < m->second) {
-                out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per container, container "
-                                                               "\"{}\" asks for {}; {}",
-                                                               name, m->second.to_string(), r, cname, request.to_string(), kRefused)));
-              }
-            }
-          }
-        }
-      } else if (type == "Pod") {
-        for (const auto& r : resources) {
-          auto total = pod_total.find(r);
-          bool asks = total != pod_total.end() && total->second.sign() > 0;
-          auto mx = max.find(r);
-          auto mn = min.find(r);
-          if (!asks) {
-            // LimitRanger's "maximum ... usage per Pod is N.  No limit is specified".
-            if (mx != max.end() || mn != min.end()) {
-              out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} limits {} per pod, and the API server refuses "
-                                                             "pods that set no {} limit, as this job's do",
-                                                             name, r, r)));
-            }
-            continue;
-          }
-          if (mx != max.end() && total->second > mx->second) {
-            out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per pod, each pod of this job "
-                                                           "asks for {}; {}",
-                                                           name, mx->second.to_string(), r, total->second.to_string(), kRefused)));
-          }
-          if (mn != min.end() && total->second < mn->second) {
-            out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per pod, each pod of this job "
-                                                           "asks for {}; {}",
-                                                           name, mn->second.to_string(), r, total->second.to_string(), kRefused)));
-          }
-        }
+    for (const auto& raw : items) {
+      const LimitItem item = read_limit_item(raw);
+      if (item.gpu_resources.empty()) continue;
+      if (item.type == "Container") {
+        check_containers(item, spec, name, out);
+      } else if (item.type == "Pod") {
+        check_pod(item, pod_total, name, out);
       }
     }
   }

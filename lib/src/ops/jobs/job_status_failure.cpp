@@ -1,0 +1,89 @@
+// Why a Job failed: the reason and message of its Failed (or FailureTarget) condition, and the
+// container that exited non-zero in its latest failed pod.
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/objects.hpp"
+#include "job_status_internal.hpp"
+
+namespace gpuctl::ops::job_status_detail {
+
+using json = nlohmann::json;
+namespace {
+
+struct Termination {
+  int exit_code = 0;
+  std::string container, reason;
+  util::TimePoint finished{};
+};
+
+// The last non-zero termination of a container of this pod.
+std::optional<Termination> failed_termination(const json& pod) {
+  std::optional<Termination> best;
+  for (auto list : {"/status/initContainerStatuses"_json_pointer, "/status/containerStatuses"_json_pointer}) {
+    for (const auto& cs : array_at(pod, list)) {
+      for (auto state : {"/state/terminated"_json_pointer, "/lastState/terminated"_json_pointer}) {
+        if (!cs.contains(state)) continue;
+        const json& t = cs.at(state);
+        if (!t.is_object() || !t.contains("exitCode") || !t["exitCode"].is_number_integer()) continue;
+        int code = t["exitCode"].get<int>();
+        if (code == 0) continue;
+        Termination term{code, kube::string_field(cs, "name"), kube::string_field(t, "reason"),
+                         util::parse_rfc3339(kube::string_field(t, "finishedAt")).value_or(util::TimePoint{})};
+        if (!best || term.finished > best->finished) best = term;
+        break;  // state wins over lastState
+      }
+    }
+  }
+  return best;
+}
+
+// The failed container of the job's latest failed pod. Pods that were evicted or preempted
+// (DisruptionTarget) say nothing about the program, so they come last.
+std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
+  std::optional<JobFailure> best;
+  util::TimePoint best_time{};
+  bool best_disrupted = true;
+  for (const auto& pod : pods) {
+    if (pod_phase(pod) != "Failed" && !pod_terminating(pod)) continue;
+    auto term = failed_termination(pod);
+    if (!term) continue;
+    bool disrupted = true_condition(pod, "DisruptionTarget") != nullptr;
+    util::TimePoint t = term->finished;
+    if (t == util::TimePoint{}) {
+      t = util::parse_rfc3339(str(pod, "/metadata/creationTimestamp"_json_pointer)).value_or(t);
+    }
+    bool better = !best || (best_disrupted && !disrupted) || (best_disrupted == disrupted && t > best_time);
+    if (!better) continue;
+    JobFailure f;
+    f.exit_code = term->exit_code;
+    f.pod = kube::name_of(pod);
+    f.container = term->container;
+    f.termination_reason = term->reason;
+    best = f;
+    best_time = t;
+    best_disrupted = disrupted;
+  }
+  return best;
+}
+
+}  // namespace
+
+JobFailure read_failure(const json& failed_condition, const std::vector<json>& pods) {
+  JobFailure f = failed_container(pods).value_or(JobFailure{});
+  f.reason = kube::string_field(failed_condition, "reason");
+  f.message = kube::string_field(failed_condition, "message");
+  return f;
+}
+
+std::string failure_reason(const JobFailure& f) {
+  std::string head = f.message.empty() ? f.reason : f.message;
+  if (f.exit_code) {
+    return fmt::format("{}{}container {} of pod {} exited with code {}{}", head, head.empty() ? "" : ": ", f.container,
+                       f.pod, *f.exit_code, f.termination_reason.empty() ? "" : " (" + f.termination_reason + ")");
+  }
+  return head.empty() ? "failed" : head;
+}
+
+}  // namespace gpuctl::ops::job_status_detail

@@ -1,0 +1,99 @@
+// A Job's status read from the cluster (fetch_job_summary) and polled until it finishes
+// (wait_for_job). What the objects mean is summarize_job's (job_status.cpp); here are only the
+// reads and the loop.
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/paths.hpp"
+#include "gpuctl/util/cancel.hpp"
+#include "job_status_internal.hpp"
+
+namespace gpuctl::ops {
+
+using json = nlohmann::json;
+using job_status_detail::condition;
+using job_status_detail::pod_phase;
+using job_status_detail::str;
+
+Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
+                                     util::TimePoint now) {
+  auto job = client.get(kube::paths::job(ns, name));
+  if (!job) {
+    Error e = job.error();
+    if (e.is_not_found()) e.message = fmt::format("job \"{}\" not found in namespace \"{}\"", name, ns);
+    return fail(std::move(e));
+  }
+  kube::ListOptions pod_list;
+  pod_list.label_selector = job_pod_selector(*job);
+  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), pod_list));
+  kube::ListOptions event_list;
+  event_list.field_selector = fmt::format("involvedObject.kind=Job,involvedObject.name={}", name);
+  GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
+  // The scheduler's events only for pods whose PodScheduled condition says nothing (a few at most).
+  int asked = 0;
+  for (const auto& pod : pods.items) {
+    if (asked >= 3 || pod_phase(pod) != "Pending" || !str(pod, "/spec/nodeName"_json_pointer).empty()) continue;
+    const json* scheduled = condition(pod, "PodScheduled");
+    if (scheduled != nullptr && !kube::string_field(*scheduled, "message").empty()) continue;
+    kube::ListOptions pod_events;
+    pod_events.field_selector = fmt::format("involvedObject.kind=Pod,involvedObject.name={}", kube::name_of(pod));
+    GPUCTL_TRY_ASSIGN(kube::ListResult more, client.list(kube::paths::events(ns), pod_events));
+    for (auto& e : more.items) events.items.push_back(std::move(e));
+    ++asked;
+  }
+  return summarize_job(*job, pods.items, events.items, now);
+}
+
+Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name,
+                                const JobWaitOptions& options) {
+  auto clock = options.clock ? options.clock : [] { return std::chrono::system_clock::now(); };
+  auto sleep = options.sleep ? options.sleep : [](std::chrono::milliseconds d) { util::sleep_unless_cancelled(d); };
+  // Ctrl-C or SIGTERM (util/cancel.hpp) stops the wait; the job is the cluster's and keeps running.
+  auto stopped = [&](const std::optional<JobSummary>& seen) {
+    return fail(Errc::cancelled,
+                fmt::format("stopped waiting for job {}/{} ({}{}): it keeps running; see 'gpuctl jobs -n {}'", ns, name,
+                            seen ? "still " + std::string(to_string(seen->phase)) : "not read yet",
+                            util::cancelled() ? ", interrupted by " + util::cancel_signal_name() : "", ns));
+  };
+  const auto start = clock();
+  std::optional<JobSummary> last;
+  for (;;) {
+    auto summary = fetch_job_summary(client, ns, name, clock());
+    if (!summary && util::cancelled()) return stopped(last);
+    if (!summary) {
+      Error e = summary.error();
+      if (e.is_not_found() && last) {
+        e.message = fmt::format("job {}/{} was deleted while waiting for it to finish (last seen {})", ns, name,
+                                to_string(last->phase));
+      }
+      return fail(std::move(e));
+    }
+    if (!last || last->phase != summary->phase || last->reason != summary->reason) {
+      if (options.on_change) options.on_change(*summary);
+    }
+    if (options.on_poll) options.on_poll(*summary);
+    if (summary->finished) return std::move(*summary);
+    last = std::move(*summary);
+
+    if ((options.cancelled && options.cancelled()) || util::cancelled()) return stopped(last);
+    auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(clock() - start);
+    auto pause = options.poll_interval;
+    if (options.timeout.count() > 0) {
+      if (elapsed >= options.timeout) {
+        return fail(Errc::timeout,
+                    fmt::format("job {}/{} is still {} after {}{}: it keeps running; see 'gpuctl jobs -n {}'", ns, name,
+                                to_string(last->phase),
+                                util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(options.timeout)),
+                                last->reason.empty() ? "" : " (" + last->reason + ")", ns));
+      }
+      pause = std::min(pause, options.timeout - elapsed);
+    }
+    sleep(pause);
+  }
+}
+
+}  // namespace gpuctl::ops
