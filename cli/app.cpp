@@ -105,14 +105,17 @@ namespace {
 
 void add_global_flags(CLI::App& app, GlobalOptions& g) {
   auto* group = "Global options";
-  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file to use (not merged with KUBECONFIG)")->group(group);
+  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file to use (not merged with KUBECONFIG)")
+      ->group(group);
   app.add_option("--context", g.context, "The kubeconfig context to use")->group(group);
   app.add_option("-n,--namespace", g.namespace_name, "The namespace scope for this request")->group(group);
   app.add_option("--request-timeout", g.request_timeout,
                  "How long to wait for a single server request (e.g. 1s, 2m); 0 waits forever")
       ->default_str("0")
       ->group(group);
-  app.add_option("-v,--verbosity", g.verbosity, "Log level: 1 logs every HTTP request (method, URL, status, duration) to stderr; 2 adds protocol, connection reuse and compression")
+  app.add_option("-v,--verbosity", g.verbosity,
+                 "Log level: 1 logs every HTTP request (method, URL, status, duration) to stderr; 2 adds protocol, "
+                 "connection reuse and compression")
       ->default_str("0")
       ->check(CLI::Range(0, 10))
       ->group(group);
@@ -141,7 +144,8 @@ std::string command_path(const CLI::App* app) {
 void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
   app.footer(
       "Exit codes: 0 success, 1 failure talking to the cluster or carrying out the operation, 2 usage error,\n"
-      "3 refused by a pre-flight check (submit); submit --wait/--follow: the job's exit code (124 deadline, 125 no code);\n"
+      "3 refused by a pre-flight check (submit); submit --wait/--follow: the job's exit code (124 deadline, 125 no "
+      "code);\n"
       "130 interrupted by Ctrl-C (143 by SIGTERM).\n"
       "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
   app.fallthrough();  // global flags may follow the subcommand, as with kubectl

@@ -37,7 +37,8 @@ struct GlobalOptions {
 // Seams for in-process tests: where configuration, the transport and the ssh runner come from.
 struct Environment {
   std::function<Result<kube::RestConfig>(const kube::LoadOptions&)> load_config;
-  std::function<std::unique_ptr<kube::Transport>(const kube::RestConfig&, const kube::TransportSettings&)> make_transport;
+  std::function<std::unique_ptr<kube::Transport>(const kube::RestConfig&, const kube::TransportSettings&)>
+      make_transport;
   std::function<kube::LoadOptions()> load_options_from_environment;
   std::function<std::unique_ptr<ssh::Runner>(const ssh::SshSettings&)> make_ssh_runner;
   bool no_color_env = false;  // NO_COLOR is set

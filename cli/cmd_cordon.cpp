@@ -1,7 +1,7 @@
 // gpuctl cordon / uncordon: mark nodes (un)schedulable, recording why, by whom and when.
 #include "commands.hpp"
-#include "node_changes.hpp"
 #include "gpuctl/util/time.hpp"
+#include "node_changes.hpp"
 
 namespace gpuctl::cli {
 namespace {

@@ -7,18 +7,17 @@
 #include <unistd.h>
 
 #include "commands.hpp"
-#include "live_status.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
 #include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/ops/nodes/node_admin.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "live_status.hpp"
+#include "output_format.hpp"
 
 namespace gpuctl::cli {
 namespace {
-
 
 struct DrainFlags {
   std::vector<std::string> names;
@@ -73,21 +72,29 @@ Result<Validated> validate(const DrainFlags& f) {
   if (!f.rolling) {
     if (!f.exec.empty()) return fail(usage("--exec only applies to rolling maintenance: add --rolling"));
     if (f.uncordon) return fail(usage("--uncordon only applies to rolling maintenance: add --rolling"));
-    if (f.continue_on_error) return fail(usage("--continue-on-error only applies to rolling maintenance: add --rolling"));
-    if (f.wait_ready_opt->count() > 0) return fail(usage("--wait-ready only applies to rolling maintenance: add --rolling"));
-    if (f.max_unavailable_opt->count() > 0) return fail(usage("--max-unavailable only applies to rolling maintenance: add --rolling"));
+    if (f.continue_on_error)
+      return fail(usage("--continue-on-error only applies to rolling maintenance: add --rolling"));
+    if (f.wait_ready_opt->count() > 0)
+      return fail(usage("--wait-ready only applies to rolling maintenance: add --rolling"));
+    if (f.max_unavailable_opt->count() > 0)
+      return fail(usage("--max-unavailable only applies to rolling maintenance: add --rolling"));
   } else {
     if (f.max_concurrent_opt->count() > 0) {
-      return fail(usage("--max-concurrent does not apply with --rolling: --max-unavailable says how many nodes are out at once"));
+      return fail(usage(
+          "--max-concurrent does not apply with --rolling: --max-unavailable says how many nodes are out at once"));
     }
-    if (f.dry_run) return fail(usage("--dry-run does not apply with --rolling: run 'gpuctl drain --dry-run' on the nodes to see the plan"));
+    if (f.dry_run)
+      return fail(
+          usage("--dry-run does not apply with --rolling: run 'gpuctl drain --dry-run' on the nodes to see the plan"));
     if (f.max_unavailable < 1) return fail(usage("--max-unavailable: at least 1"));
   }
   if (f.exec_timeout_opt->count() > 0 && f.exec.empty()) return fail(usage("--exec-timeout needs --exec COMMAND"));
   if (f.max_concurrent < 1) return fail(usage("--max-concurrent: at least 1"));
-  if (f.in_flight_opt->count() > 0 && f.max_evictions_in_flight < 1) return fail(usage("--max-evictions-in-flight: at least 1"));
+  if (f.in_flight_opt->count() > 0 && f.max_evictions_in_flight < 1)
+    return fail(usage("--max-evictions-in-flight: at least 1"));
   if (f.grace_period < -1) return fail(usage("--grace-period: -1 (each pod's own) or a number of seconds, 0 or more"));
-  if (f.policy.skip_wait_for_delete_timeout_seconds < 0) return fail(usage("--skip-wait-for-delete-timeout: 0 or more seconds"));
+  if (f.policy.skip_wait_for_delete_timeout_seconds < 0)
+    return fail(usage("--skip-wait-for-delete-timeout: 0 or more seconds"));
   auto timeout = util::parse_duration(f.timeout);
   if (!timeout) return fail(usage("--timeout: " + timeout.error().message));
   v.timeout = *timeout;
@@ -125,8 +132,8 @@ ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat f
     for (const auto& p : n.pods) {
       using output::Style;
       Style s = p.action == ops::PodAction::refuse || p.action == ops::PodAction::blocked ? Style::bad
-                : p.action == ops::PodAction::skip                                         ? Style::dim
-                                                                                           : Style::plain;
+                : p.action == ops::PodAction::skip                                        ? Style::dim
+                                                                                          : Style::plain;
       std::string room = "-";
       if (p.gpu_pod && p.action != ops::PodAction::skip) {
         room = fmt::format("{} ({} free {})", p.fits_elsewhere ? "yes" : "NO", p.free_gpus_elsewhere,
@@ -138,7 +145,8 @@ ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat f
   }
   if (!t.empty()) out << t.render({true, ctx.color()});
   for (const auto& n : plan.nodes) {
-    print_line(out, fmt::format("{}: {}{}", n.node, n.completes ? "would drain completely" : "would not drain completely: " + n.message,
+    print_line(out, fmt::format("{}: {}{}", n.node,
+                                n.completes ? "would drain completely" : "would not drain completely: " + n.message,
                                 n.already_cordoned ? " (already cordoned)" : ""));
   }
   ctx.streams().err << "Dry run: nothing was changed.\n";
@@ -151,10 +159,11 @@ output::Cell result_cell(ops::DrainOutcome o) {
 
 ExitCode finish(AppContext& ctx, const std::vector<std::string>& not_drained) {
   if (not_drained.empty()) return ExitCode::ok;
-  print_line(ctx.streams().err,
-             fmt::format("error: {} node(s) not fully drained{}: {}", not_drained.size(),
-                         util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
-                         fmt::join(not_drained, ", ")));
+  print_line(
+      ctx.streams().err,
+      fmt::format("error: {} node(s) not fully drained{}: {}", not_drained.size(),
+                  util::cancelled() ? " (interrupted by " + util::cancel_signal_name() + "; re-run to continue)" : "",
+                  fmt::join(not_drained, ", ")));
   return util::cancelled() ? interrupted_exit_code() : ExitCode::failure;
 }
 
@@ -191,13 +200,15 @@ ExitCode report_rolling(AppContext& ctx, const std::vector<ops::RollingResult>& 
   output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
   for (const auto& r : results) {
     std::string result(ops::rolling_result(r));
-    std::string why_not_started = util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
-                                                    : "not started: stopped at the first failure (use --continue-on-error)";
+    std::string why_not_started =
+        util::cancelled() ? "not started: interrupted by " + util::cancel_signal_name() + " (re-run to continue)"
+                          : "not started: stopped at the first failure (use --continue-on-error)";
     if (!r.ok) not_drained.push_back(r.drain.node);
     auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
     t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
-               r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)), std::to_string(r.drain.evicted),
-               dash(r.exec), dash(r.ready), dash(r.uncordon), r.not_started ? std::string("-") : secs(r.drain.elapsed),
+               r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)),
+               std::to_string(r.drain.evicted), dash(r.exec), dash(r.ready), dash(r.uncordon),
+               r.not_started ? std::string("-") : secs(r.drain.elapsed),
                r.not_started ? why_not_started : r.drain.message});
   }
   for (const auto& m : missing) {
@@ -249,7 +260,8 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(ops::SelectedNodes selected, ops::select_nodes(*client, v.selection));
   // Names that do not exist, and nodes the API answered with unusable names or fields: never
   // drained, never given to --exec; said on stderr before anything starts.
-  for (const auto& m : selected.missing) ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
+  for (const auto& m : selected.missing)
+    ctx.warn(fmt::format("node {}: {}", m.node, m.error ? m.error->message : "not found"));
 
   if (f.dry_run) {
     GPUCTL_TRY_ASSIGN(ops::DrainPlan plan, ops::plan_drain(*client, selected.nodes, f.policy, f.pod_selector));
@@ -282,7 +294,8 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
 
 void register_drain(CLI::App& app, AppContext& ctx) {
   auto f = std::make_shared<DrainFlags>();
-  auto* cmd = app.add_subcommand("drain", "Cordon nodes and evict their pods, as kubectl drain does; plan, parallel and rolling");
+  auto* cmd = app.add_subcommand(
+      "drain", "Cordon nodes and evict their pods, as kubectl drain does; plan, parallel and rolling");
   cmd->footer(R"(Cordons each node (recording --reason), then evicts its pods through the policy/v1 Eviction
 API, so PodDisruptionBudgets are honoured: a refused eviction (429) is retried every 5 s and each
 retry names the budget. Pods are chosen by kubectl's rules: DaemonSet pods need
@@ -311,27 +324,35 @@ Examples:
   add_selector_flag(*cmd, f->selector);
   cmd->add_flag("--all-gpu-nodes", f->all_gpu_nodes, "Every GPU node");
   cmd->add_option("--reason", f->reason, "Why the nodes are drained (recorded on the cordon)");
-  cmd->add_flag("--ignore-daemonsets", f->policy.ignore_daemonsets, "Leave DaemonSet-managed pods in place instead of refusing");
-  cmd->add_flag("--delete-emptydir-data", f->policy.delete_emptydir_data, "Evict pods with emptyDir volumes (their data is lost)");
+  cmd->add_flag("--ignore-daemonsets", f->policy.ignore_daemonsets,
+                "Leave DaemonSet-managed pods in place instead of refusing");
+  cmd->add_flag("--delete-emptydir-data", f->policy.delete_emptydir_data,
+                "Evict pods with emptyDir volumes (their data is lost)");
   cmd->add_flag("--force", f->policy.force, "Evict pods that no controller would recreate");
   cmd->add_flag("--gpu-pods-only", f->policy.gpu_pods_only, "Evict only pods that request nvidia.com/* resources");
-  cmd->add_option("--grace-period", f->grace_period, "Seconds each pod gets to terminate; -1: the pod's own")->default_str("-1");
-  cmd->add_option("--timeout", f->timeout, "Give up on a node after this long (e.g. 10m); 0: wait forever")->default_str("0");
+  cmd->add_option("--grace-period", f->grace_period, "Seconds each pod gets to terminate; -1: the pod's own")
+      ->default_str("-1");
+  cmd->add_option("--timeout", f->timeout, "Give up on a node after this long (e.g. 10m); 0: wait forever")
+      ->default_str("0");
   cmd->add_option("--pod-selector", f->pod_selector, "Only pods matching this label selector");
-  cmd->add_flag("--disable-eviction", f->disable_eviction, "Delete pods instead of evicting them (bypasses PodDisruptionBudgets)");
+  cmd->add_flag("--disable-eviction", f->disable_eviction,
+                "Delete pods instead of evicting them (bypasses PodDisruptionBudgets)");
   cmd->add_option("--skip-wait-for-delete-timeout", f->policy.skip_wait_for_delete_timeout_seconds,
                   "Skip pods deleted more than this many seconds ago (for NotReady nodes)");
   cmd->add_flag("--dry-run", f->dry_run, "Print the plan, pod by pod, and change nothing");
   add_output_flag(*cmd, f->output, {"table", "json", "yaml", "name"});
-  f->max_concurrent_opt = cmd->add_option("--max-concurrent", f->max_concurrent, "Drain this many nodes at once")->default_str("1");
+  f->max_concurrent_opt =
+      cmd->add_option("--max-concurrent", f->max_concurrent, "Drain this many nodes at once")->default_str("1");
   f->in_flight_opt = cmd->add_option("--max-evictions-in-flight", f->max_evictions_in_flight,
                                      "At most this many evicted pods not yet gone, across all nodes");
   cmd->add_flag("--rolling", f->rolling, "Rolling maintenance: drain, run --exec, wait Ready, uncordon, next");
-  f->max_unavailable_opt = cmd->add_option("--max-unavailable", f->max_unavailable, "Rolling: nodes out at once")->default_str("1");
+  f->max_unavailable_opt =
+      cmd->add_option("--max-unavailable", f->max_unavailable, "Rolling: nodes out at once")->default_str("1");
   cmd->add_option("--exec", f->exec, "Rolling: command run per node by /bin/sh, the node as $1 and $GPUCTL_NODE");
   f->exec_timeout_opt = cmd->add_option("--exec-timeout", f->exec_timeout, "Rolling: kill the command after this long");
   cmd->add_flag("--uncordon", f->uncordon, "Rolling: uncordon each node once it is done");
-  f->wait_ready_opt = cmd->add_option("--wait-ready", f->wait_ready, "Rolling: wait up to this long for the node to be Ready");
+  f->wait_ready_opt =
+      cmd->add_option("--wait-ready", f->wait_ready, "Rolling: wait up to this long for the node to be Ready");
   cmd->add_flag("--continue-on-error", f->continue_on_error, "Rolling: go on past a failed node");
   cmd->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_drain(*f, ctx); }; });
 }

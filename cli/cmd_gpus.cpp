@@ -9,11 +9,11 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
-#include "ssh_flags.hpp"
 #include "gpu_view_render.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "output_format.hpp"
+#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -55,7 +55,8 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   if (!o.watch.empty()) {
     auto parsed = util::parse_duration(o.watch);
     if (!parsed) return fail(parsed.error().with_context("--watch"));
-    if (parsed->count() <= 0) return fail(Errc::invalid_argument, "--watch: the interval must be more than 0 (e.g. 2s)");
+    if (parsed->count() <= 0)
+      return fail(Errc::invalid_argument, "--watch: the interval must be more than 0 (e.g. 2s)");
     interval = *parsed;
   }
   // complete
@@ -95,7 +96,8 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
     // Interrupted: the frame above is the summary (hosts not reached are listed as interrupted).
     if (util::cancelled()) return interrupted_exit_code();
     if (o.watch.empty()) {
-      bool all_ok = std::all_of(view.nodes.begin(), view.nodes.end(), [](const ops::NodeGpuView& v) { return v.probe.outcome == "ok"; });
+      bool all_ok = std::all_of(view.nodes.begin(), view.nodes.end(),
+                                [](const ops::NodeGpuView& v) { return v.probe.outcome == "ok"; });
       return all_ok && view.skipped.empty() ? ExitCode::ok : ExitCode::failure;
     }
     if (!util::sleep_unless_cancelled(interval)) return interrupted_exit_code();
@@ -106,7 +108,8 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
 
 void register_gpus(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<GpusOptions>();
-  auto* cmd = app.add_subcommand("gpus", "Every GPU of the chosen nodes, live over ssh, with the pods Kubernetes placed on them");
+  auto* cmd = app.add_subcommand(
+      "gpus", "Every GPU of the chosen nodes, live over ssh, with the pods Kubernetes placed on them");
   cmd->footer(R"(gpuctl runs one fixed probe script (nvidia-smi -q -x, and per GPU when one broken GPU makes
 the whole query fail) on every GPU node through the system ssh, at most --fanout at once, each
 killed at --ssh-timeout. Nodes that do not answer are listed apart with the reason (unreachable,
@@ -131,8 +134,11 @@ Examples:
   add_selector_flag(*cmd, o->selector);
   add_ssh_flags(*cmd, o->ssh);
   add_output_flag(*cmd, o->output, {"table", "json", "yaml"});
-  cmd->add_option("--failed-hosts", o->failed_hosts, "Write the names of the nodes that did not fully answer to FILE, one a line");
-  cmd->add_option("-w,--watch", o->watch, "Refresh every INTERVAL (default 2s) until interrupted")->expected(0, 1)->default_str("2s");
+  cmd->add_option("--failed-hosts", o->failed_hosts,
+                  "Write the names of the nodes that did not fully answer to FILE, one a line");
+  cmd->add_option("-w,--watch", o->watch, "Refresh every INTERVAL (default 2s) until interrupted")
+      ->expected(0, 1)
+      ->default_str("2s");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers");
   cmd->callback([o, &ctx, cmd] {
     // A bare --watch means the default interval.

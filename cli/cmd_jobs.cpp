@@ -4,10 +4,10 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
 #include "gpuctl/ops/jobs/jobs.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
+#include "output_format.hpp"
 
 namespace gpuctl::cli {
 
@@ -103,9 +103,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
   auto& out = ctx.streams().out;
   switch (format) {
     case OutputFormat::json:
-    case OutputFormat::yaml:
-      out << render_structured(ops::to_json(list), format);
-      break;
+    case OutputFormat::yaml: out << render_structured(ops::to_json(list), format); break;
     case OutputFormat::name:
       for (const auto& j : list.jobs) print_line(out, "job/" + j.name);
       break;
@@ -139,7 +137,8 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
   scope.label_selector = o.selector;
   scope.include_non_gpu_jobs = o.all;
   // run
-  GPUCTL_TRY_ASSIGN(ops::CleanPlan plan, ops::collect_clean_plan(*client, scope, *older, std::chrono::system_clock::now()));
+  GPUCTL_TRY_ASSIGN(ops::CleanPlan plan,
+                    ops::collect_clean_plan(*client, scope, *older, std::chrono::system_clock::now()));
   auto& out = ctx.streams().out;
   auto& err = ctx.streams().err;
   for (const auto& skipped : plan.skipped) ctx.warn(skipped + "; not deleted");
@@ -152,7 +151,8 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
     return done;
   }
   if (dry_run == DryRun::client) {
-    for (const auto& t : plan.remove) print_line(out, fmt::format("{} would be deleted with its pods: {} (dry run)", id(t), t.reason));
+    for (const auto& t : plan.remove)
+      print_line(out, fmt::format("{} would be deleted with its pods: {} (dry run)", id(t), t.reason));
     for (const auto& t : plan.keep) print_line(out, fmt::format("{} kept: {}", id(t), t.reason));
     out << fmt::format("{} finished {} would be deleted (dry run){}.\n", plan.remove.size(),
                        plan.remove.size() == 1 ? "job" : "jobs", kept);
@@ -178,8 +178,8 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
     for (const auto& c : result.outcomes) {
       if (!c.deleted && !c.already_gone) names.push_back(c.target.namespace_name + "/" + c.target.name);
     }
-    print_line(err, fmt::format("error: {} {} could not be deleted: {}", result.failed, result.failed == 1 ? "job" : "jobs",
-                                fmt::join(names, ", ")));
+    print_line(err, fmt::format("error: {} {} could not be deleted: {}", result.failed,
+                                result.failed == 1 ? "job" : "jobs", fmt::join(names, ", ")));
     return ExitCode::failure;
   }
   return done;
@@ -189,7 +189,8 @@ Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
 
 void register_jobs(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<JobsOptions>();
-  auto* cmd = app.add_subcommand("jobs", "List GPU jobs: status, GPUs, nodes, age, duration, and why they pend or failed");
+  auto* cmd =
+      app.add_subcommand("jobs", "List GPU jobs: status, GPUs, nodes, age, duration, and why they pend or failed");
   cmd->footer(R"(GPU jobs are batch/v1 Jobs whose pod template requests an nvidia.com/* resource (--all lists
 every Job). STATUS comes from the Job's conditions: Pending (no pod running yet), Running,
 Succeeded, Failed, Suspended. GPUS is what the job asks for at once (GPUs per pod x parallelism).
@@ -237,8 +238,9 @@ Examples:
   clean->add_flag("-A,--all-namespaces", c->all_namespaces, "Clean jobs in every namespace");
   add_selector_flag(*clean, c->selector, "jobs");
   clean->add_flag("--all", c->all, "Also delete finished jobs that request no GPU");
-  clean->add_option("--older-than", c->older_than,
-                    "Only jobs that finished longer ago than this (e.g. 30m, 24h, 7d); 0 (default): every finished job")
+  clean
+      ->add_option("--older-than", c->older_than,
+                   "Only jobs that finished longer ago than this (e.g. 30m, 24h, 7d); 0 (default): every finished job")
       ->default_str("0");
   add_dry_run_flag(*clean, c->dry_run);
   clean->callback([c, &ctx] { ctx.run = [c, &ctx] { return run_jobs_clean(*c, ctx); }; });

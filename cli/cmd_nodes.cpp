@@ -3,12 +3,12 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
-#include "ssh_flags.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
+#include "output_format.hpp"
+#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 
@@ -61,9 +61,11 @@ std::string live_memory(const ops::LiveSummary& l) {
 
 std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOptions& o, bool color,
                        const LiveByNode& live) {
-  std::vector<std::string> headers = {"NAME", "STATUS", "PRODUCT", "CAPACITY", "ALLOCATABLE", "USED", "FREE", "UNHEALTHY", "TAINTS", "AGE"};
+  std::vector<std::string> headers = {"NAME", "STATUS", "PRODUCT",   "CAPACITY", "ALLOCATABLE",
+                                      "USED", "FREE",   "UNHEALTHY", "TAINTS",   "AGE"};
   if (wide) {
-    for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"}) headers.emplace_back(h);
+    for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"})
+      headers.emplace_back(h);
   }
   if (o.live) {
     for (auto h : {"LIVE", "LIVE-DRIVER", "GPU-UTIL", "GPU-MEMORY"}) headers.emplace_back(h);
@@ -97,7 +99,8 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
       row.emplace_back(or_none(n.driver_version));
       row.emplace_back(or_none(n.cuda_version));
       row.emplace_back(other.empty() ? "<none>" : fmt::format("{}", fmt::join(other, ",")));
-      row.emplace_back(conditions.empty() ? Cell("<none>") : Cell(fmt::format("{}", fmt::join(conditions, ",")), Style::bad));
+      row.emplace_back(conditions.empty() ? Cell("<none>")
+                                          : Cell(fmt::format("{}", fmt::join(conditions, ",")), Style::bad));
       row.emplace_back(or_none(n.internal_ip));
       row.emplace_back(or_none(n.kubelet_version));
       row.emplace_back(cordoned);
@@ -108,7 +111,9 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
         for (int i = 0; i < 4; i++) row.emplace_back("-");
       } else {
         const auto& l = it->second;
-        row.emplace_back(l.outcome, l.outcome == "ok" ? Style::good : l.outcome == "partial" ? Style::warn : Style::bad);
+        row.emplace_back(l.outcome, l.outcome == "ok"        ? Style::good
+                                    : l.outcome == "partial" ? Style::warn
+                                                             : Style::bad);
         row.emplace_back(l.driver_version.empty() ? "-" : l.driver_version);
         row.emplace_back(live_util(l));
         row.emplace_back(live_memory(l));
@@ -120,7 +125,9 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
   if (!o.no_headers && !inv.products.empty()) {
     output::Table summary({"PRODUCT", "RESOURCE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
     for (const auto& p : inv.products) {
-      std::string resource = p.resource.starts_with(ops::kNvidiaResourcePrefix) ? p.resource.substr(ops::kNvidiaResourcePrefix.size()) : p.resource;
+      std::string resource = p.resource.starts_with(ops::kNvidiaResourcePrefix)
+                                 ? p.resource.substr(ops::kNvidiaResourcePrefix.size())
+                                 : p.resource;
       summary.add_row({or_none(p.product), resource, std::to_string(p.nodes), std::to_string(p.capacity),
                        std::to_string(p.allocatable), std::to_string(p.used), std::to_string(p.free)});
     }
@@ -154,7 +161,8 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
     view_options.address_rule = ssh->address_rule;
     view_options.probe = ssh->probe;
     if (!view_options.names.empty()) {
-      GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *ctx.ssh_runner(ssh->settings), view_options));
+      GPUCTL_TRY_ASSIGN(ops::GpuView view,
+                        ops::collect_gpu_view(*client, *ctx.ssh_runner(ssh->settings), view_options));
       for (const auto& v : view.nodes) {
         live[v.kube.name] = ops::summarize(v.probe);
         all_answered = all_answered && v.probe.outcome == "ok";
@@ -189,7 +197,8 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
 
 void register_nodes(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<NodesOptions>();
-  auto* cmd = app.add_subcommand("nodes", "List GPU nodes: product, GPU capacity, allocatable, used, free and unhealthy");
+  auto* cmd =
+      app.add_subcommand("nodes", "List GPU nodes: product, GPU capacity, allocatable, used, free and unhealthy");
   cmd->footer(R"(GPU nodes are nodes that advertise an nvidia.com/* resource or carry a GPU product label
 (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, accelerator, ...). USED is the sum of
 the GPU requests of the non-terminal pods bound to the node; UNHEALTHY is capacity - allocatable
@@ -209,15 +218,19 @@ Examples:
   gpuctl nodes -o json | jq '.items[] | select(.gpus.free > 0) | .name')");
   add_selector_flag(*cmd, o->selector);
   cmd->add_flag("--all", o->all, "List every node, not only GPU nodes");
-  cmd->add_option("--sort-by", o->sort_by, "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
+  cmd->add_option("--sort-by", o->sort_by,
+                  "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
       ->default_str("name")
       ->check(CLI::IsMember(std::vector<std::string>(ops::node_sort_keys().begin(), ops::node_sort_keys().end())));
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no summary (for scripts)");
-  cmd->add_flag("--from-cache", o->from_cache, "Read from the API server's watch cache (resourceVersion=0): cheaper on big clusters, possibly seconds stale");
+  cmd->add_flag(
+      "--from-cache", o->from_cache,
+      "Read from the API server's watch cache (resourceVersion=0): cheaper on big clusters, possibly seconds stale");
   add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
-  cmd->add_flag("--live", o->live,
-                "Also ask every GPU node over ssh (as 'gpuctl gpus' does): driver version, GPU utilization, memory used; "
-                "exit code 1 when a node did not answer");
+  cmd->add_flag(
+      "--live", o->live,
+      "Also ask every GPU node over ssh (as 'gpuctl gpus' does): driver version, GPU utilization, memory used; "
+      "exit code 1 when a node did not answer");
   add_ssh_flags(*cmd, o->ssh);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_nodes(*o, ctx); }; });
 }

@@ -4,11 +4,11 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/quota/quota.hpp"
 #include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
+#include "output_format.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -58,7 +58,8 @@ Cell usage_bar(std::int64_t used, std::int64_t hard) {
   constexpr int kWidth = 10;
   int filled = hard <= 0 ? (used > 0 ? kWidth : 0)
                          : static_cast<int>(std::min<std::int64_t>(kWidth, (used * kWidth + hard - 1) / hard));
-  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kWidth - filled), '-') + "]";
+  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
+                    std::string(static_cast<std::size_t>(kWidth - filled), '-') + "]";
   Style style = used > hard ? Style::bad : used == hard && hard > 0 ? Style::warn : Style::plain;
   return Cell(bar, style);
 }
@@ -70,7 +71,8 @@ std::string max_text(const ops::NamespaceQuotaView& v, const std::string& resour
 }
 
 std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, bool color) {
-  std::vector<std::string> columns = {"NAMESPACE", "QUOTA", "RESOURCE", "USED", "HARD", "FREE", "USAGE", "MAX/POD", "HELD-BACK"};
+  std::vector<std::string> columns = {"NAMESPACE", "QUOTA", "RESOURCE", "USED",     "HARD",
+                                      "FREE",      "USAGE", "MAX/POD",  "HELD-BACK"};
   if (wide) {
     columns.emplace_back("SCOPED");
     columns.emplace_back("MANAGED-BY");
@@ -108,8 +110,15 @@ std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, 
       std::map<std::string, std::int64_t> shown = v.requested;
       if (shown.empty()) shown[std::string(ops::kGpuResource)] = 0;
       for (const auto& [resource, n] : shown) {
-        std::vector<Cell> row = {v.namespace_name, "<none>", short_resource(resource), std::to_string(n), "-", "-",
-                                 Cell("no quota", Style::dim), max_text(v, resource), Cell(held, held_style)};
+        std::vector<Cell> row = {v.namespace_name,
+                                 "<none>",
+                                 short_resource(resource),
+                                 std::to_string(n),
+                                 "-",
+                                 "-",
+                                 Cell("no quota", Style::dim),
+                                 max_text(v, resource),
+                                 Cell(held, held_style)};
         if (wide) {
           row.emplace_back("-");
           row.emplace_back("-");
@@ -124,14 +133,14 @@ std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, 
     for (const auto& h : v.held_back) {
       std::string when = h.last_seen.empty() ? "" : ", last " + h.last_seen;
       held_lines.push_back(output::printable(fmt::format("  {} {}/{}: {} ({} time{}{})", v.namespace_name,
-                                                         h.kind.empty() ? "object" : lower(h.kind), h.name, h.reason, h.count,
-                                                         h.count == 1 ? "" : "s", when)));
+                                                         h.kind.empty() ? "object" : lower(h.kind), h.name, h.reason,
+                                                         h.count, h.count == 1 ? "" : "s", when)));
     }
   }
-  if (headers && !held_lines.empty()) text += fmt::format("\nHeld back by admission:\n{}\n", fmt::join(held_lines, "\n"));
+  if (headers && !held_lines.empty())
+    text += fmt::format("\nHeld back by admission:\n{}\n", fmt::join(held_lines, "\n"));
   return text;
 }
-
 
 json list_of(std::vector<json> items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}}; }
 
@@ -158,9 +167,7 @@ Result<ExitCode> run_quota(const QuotaOptions& o, AppContext& ctx) {
   auto& out = ctx.streams().out;
   switch (format) {
     case OutputFormat::json:
-    case OutputFormat::yaml:
-      out << render_structured(ops::to_json(list), format);
-      break;
+    case OutputFormat::yaml: out << render_structured(ops::to_json(list), format); break;
     case OutputFormat::name:
       for (const auto& v : list.items) {
         for (const auto& q : v.quotas) print_line(out, "resourcequota/" + q.name);
@@ -191,7 +198,9 @@ Result<std::string> namespace_argument(const std::string& positional, AppContext
 Result<ExitCode> run_quota_set(const QuotaSetOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(std::string ns, namespace_argument(o.namespace_name, ctx, "gpuctl quota set NS --gpus N"));
-  if (o.gpus.empty()) return fail(Errc::invalid_argument, "--gpus is required: the GPUs the namespace may request in all (e.g. --gpus 8)");
+  if (o.gpus.empty())
+    return fail(Errc::invalid_argument,
+                "--gpus is required: the GPUs the namespace may request in all (e.g. --gpus 8)");
   GPUCTL_TRY_ASSIGN(DryRun dry_run, parse_dry_run(o.dry_run));
   GPUCTL_TRY_ASSIGN(OutputFormat format, write_output_format(o.output));
   std::optional<std::string_view> max;
@@ -225,7 +234,8 @@ Result<ExitCode> run_quota_delete(const QuotaDeleteOptions& o, AppContext& ctx) 
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   GPUCTL_TRY_ASSIGN(ops::DeleteResult result, ops::delete_quota(*client, ns, dry_run));
   for (const auto& item : result.items) {
-    if (item.deleted) ctx.streams().out << fmt::format("{}/{} deleted{}\n", lower(item.kind), item.name, dry_run_suffix(dry_run));
+    if (item.deleted)
+      ctx.streams().out << fmt::format("{}/{} deleted{}\n", lower(item.kind), item.name, dry_run_suffix(dry_run));
   }
   return ExitCode::ok;
 }
@@ -253,17 +263,20 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
     }
     items.push_back(item.result);
     if (format == OutputFormat::table) {
-      print_line(out, fmt::format("resourcequota/{} configured (namespace {}): {}{}", item.plan.quota, item.plan.namespace_name,
-                                  fmt::join(item.plan.changes, ", "), dry_run_suffix(dry_run)));
+      print_line(out,
+                 fmt::format("resourcequota/{} configured (namespace {}): {}{}", item.plan.quota,
+                             item.plan.namespace_name, fmt::join(item.plan.changes, ", "), dry_run_suffix(dry_run)));
     }
   }
-  if (format == OutputFormat::json || format == OutputFormat::yaml) out << render_structured(list_of(std::move(items)), format);
+  if (format == OutputFormat::json || format == OutputFormat::yaml)
+    out << render_structured(list_of(std::move(items)), format);
   if (result.items.empty() && format == OutputFormat::table) {
-    out << fmt::format("No quota with GPU keys Kubernetes does not enforce in {}.\n", ns.empty() ? "any namespace" : "namespace " + ns);
+    out << fmt::format("No quota with GPU keys Kubernetes does not enforce in {}.\n",
+                       ns.empty() ? "any namespace" : "namespace " + ns);
   }
   if (!failed.empty()) {
-    print_line(ctx.streams().err,
-               fmt::format("error: {} of {} quota(s) failed: {}", failed.size(), result.items.size(), fmt::join(failed, ", ")));
+    print_line(ctx.streams().err, fmt::format("error: {} of {} quota(s) failed: {}", failed.size(), result.items.size(),
+                                              fmt::join(failed, ", ")));
     return ExitCode::failure;
   }
   return ExitCode::ok;
@@ -272,7 +285,8 @@ Result<ExitCode> run_quota_fix(const QuotaFixOptions& o, AppContext& ctx) {
 // gpuctl quota set NS: its flags, help and run.
 CLI::App* register_quota_set(CLI::App& quota, AppContext& ctx) {
   auto s = std::make_shared<QuotaSetOptions>();
-  auto* set = quota.add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
+  auto* set =
+      quota.add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
   set->footer(R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
 for each --resource (the requests. keys are the only ones Kubernetes enforces for extended
 resources), and with --max-per-pod the LimitRange gpuctl-gpu-limits (type Pod and Container max
@@ -294,11 +308,15 @@ Examples:
   gpuctl quota set team-a --gpus 8 --dry-run=client -o yaml)");
   set->fallthrough();
   set->add_option("namespace", s->namespace_name, "NS");
-  set->add_option("--gpus", s->gpus, "requests.nvidia.com/gpu: the GPUs all pods of the namespace may request together");
-  auto* max = set->add_option("--max-per-pod", s->max_per_pod, "The most GPUs one pod (and one container) may request (a LimitRange)");
-  set->add_option("--resource", s->resources, "Another extended resource to cap, NAME=COUNT (e.g. nvidia.com/mig-1g.10gb=7); repeatable");
+  set->add_option("--gpus", s->gpus,
+                  "requests.nvidia.com/gpu: the GPUs all pods of the namespace may request together");
+  auto* max = set->add_option("--max-per-pod", s->max_per_pod,
+                              "The most GPUs one pod (and one container) may request (a LimitRange)");
+  set->add_option("--resource", s->resources,
+                  "Another extended resource to cap, NAME=COUNT (e.g. nvidia.com/mig-1g.10gb=7); repeatable");
   add_dry_run_flag(*set, s->dry_run);
-  set->add_option("-o,--output", s->output, "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)")
+  set->add_option("-o,--output", s->output,
+                  "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)")
       ->check(CLI::IsMember({"text", "json", "yaml"}));
   set->callback([s, max, &ctx] {
     s->max_per_pod_given = max->count() > 0;
@@ -331,7 +349,8 @@ Examples:
 // gpuctl quota fix [NS].
 CLI::App* register_quota_fix(CLI::App& quota, AppContext& ctx) {
   auto f = std::make_shared<QuotaFixOptions>();
-  auto* fix = quota.add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
+  auto* fix =
+      quota.add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
   fix->footer(R"(For every ResourceQuota (in NS, else -n, else every namespace) whose spec.hard has nvidia.com/*
 keys without the requests. prefix (nvidia.com/gpu, limits.nvidia.com/gpu), rewrites them to
 requests.<resource>. When the requests. key is there too, the smaller (stricter) value is kept.
@@ -347,7 +366,8 @@ Examples:
   fix->fallthrough();
   fix->add_option("namespace", f->namespace_name, "NS");
   add_dry_run_flag(*fix, f->dry_run);
-  fix->add_option("-o,--output", f->output, "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)")
+  fix->add_option("-o,--output", f->output,
+                  "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)")
       ->check(CLI::IsMember({"text", "json", "yaml"}));
   fix->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_quota_fix(*f, ctx); }; });
   return fix;
@@ -357,7 +377,8 @@ Examples:
 
 void register_quota(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<QuotaOptions>();
-  auto* cmd = app.add_subcommand("quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
+  auto* cmd = app.add_subcommand(
+      "quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
   cmd->footer(R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
 (and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
 kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
@@ -379,7 +400,8 @@ Examples:
   # Cap team-a at 8 GPUs, at most 4 per pod
   gpuctl quota set team-a --gpus 8 --max-per-pod 4)");
   cmd->fallthrough();
-  cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
+  cmd->add_flag("-A,--all-namespaces", o->all_namespaces,
+                "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no held-back list (for scripts)");
   add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
 

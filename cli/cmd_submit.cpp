@@ -9,7 +9,6 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "output_format.hpp"
 #include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/jobs/job_logs.hpp"
@@ -20,6 +19,7 @@
 #include "gpuctl/output/yaml.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "output_format.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -111,7 +111,8 @@ std::string gpu_phrase(const json& job) {
 std::string job_result_line(const ops::JobSummary& s) {
   std::string where = s.nodes.empty() ? "" : fmt::format(" on {}", fmt::join(s.nodes, ","));
   std::string took = s.duration_seconds ? " in " + util::human_duration(std::chrono::seconds(*s.duration_seconds)) : "";
-  if (s.phase == ops::JobPhase::succeeded) return fmt::format("job {}/{} succeeded{}{}", s.namespace_name, s.name, took, where);
+  if (s.phase == ops::JobPhase::succeeded)
+    return fmt::format("job {}/{} succeeded{}{}", s.namespace_name, s.name, took, where);
   std::string why = s.reason;
   std::string tag;
   if (s.failure) {
@@ -185,7 +186,8 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
       ns = manifest_ns;
     }
   }
-  GPUCTL_TRY_ASSIGN(ops::SubmitPlan plan, ops::plan_submission(*client, v.spec, manifest, ns, explicit_namespace, o.filename));
+  GPUCTL_TRY_ASSIGN(ops::SubmitPlan plan,
+                    ops::plan_submission(*client, v.spec, manifest, ns, explicit_namespace, o.filename));
   ops::BuiltJob& built = plan.built;
   const std::string name = kube::name_of(built.job);
   for (const auto& w : built.warnings) ctx.warn(w);
@@ -205,7 +207,8 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   }
   if (refused) {
     print_line(ctx.streams().err,
-               fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway", ns, name));
+               fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway", ns,
+                           name));
     return ExitCode::refused;
   }
 
@@ -215,7 +218,9 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   if (v.dry_run != DryRun::client) {
     GPUCTL_TRY_ASSIGN(sent, ops::send_job(*client, built.job, v.dry_run == DryRun::server));
   }
-  const char* suffix = v.dry_run == DryRun::client ? " (dry run)" : v.dry_run == DryRun::server ? " (server dry run)" : "";
+  const char* suffix = v.dry_run == DryRun::client   ? " (dry run)"
+                       : v.dry_run == DryRun::server ? " (server dry run)"
+                                                     : "";
   if (o.parsable) {
     print_line(out, ns + '/' + name);
   } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
@@ -225,8 +230,9 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   } else {
     // The human summary: what will run where, and every default gpuctl chose.
     auto& summary = o.follow ? ctx.streams().err : out;
-    print_line(summary, fmt::format("job {}/{} {}{}: {}", ns, name, v.dry_run == DryRun::none ? "submitted" : "would be submitted",
-                                    suffix, gpu_phrase(built.job)));
+    print_line(summary, fmt::format("job {}/{} {}{}: {}", ns, name,
+                                    v.dry_run == DryRun::none ? "submitted" : "would be submitted", suffix,
+                                    gpu_phrase(built.job)));
     for (const auto& note : built.notes) print_line(summary, "  " + note);
     if (v.dry_run == DryRun::server) summary << "  the API server admitted the Job and a pod built from its template\n";
   }
@@ -291,7 +297,8 @@ void add_job_source_flags(CLI::App& cmd, const std::shared_ptr<SubmitOptions>& o
       },
       "", "name-before-separator"));
   cmd.add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
-  cmd.add_option("-f,--filename", o->filename, "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
+  cmd.add_option("-f,--filename", o->filename,
+                 "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
 }
 
 // The container: image, GPUs, CPU and memory, environment, volumes. Beside -f only --gpu-type is
@@ -299,8 +306,10 @@ void add_job_source_flags(CLI::App& cmd, const std::shared_ptr<SubmitOptions>& o
 void add_container_flags(CLI::App& cmd, ops::SubmitFlags& f) {
   cmd.add_option("--image", f.image, "Container image");
   cmd.add_option("--gpus", f.gpus, "GPUs per pod (0 for a job without GPUs)");
-  cmd.add_option("--gpu-type", f.gpu_type, "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
-  cmd.add_option("--gpu-resource", f.gpu_resource, "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
+  cmd.add_option("--gpu-type", f.gpu_type,
+                 "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
+  cmd.add_option("--gpu-resource", f.gpu_resource,
+                 "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
   cmd.add_option("--cpu", f.cpu, "CPU request per pod (e.g. 8, 500m)");
   cmd.add_option("--memory", f.memory, "Memory request per pod (e.g. 64Gi)");
   cmd.add_option("--cpu-limit", f.cpu_limit, "CPU limit per pod");
@@ -311,15 +320,19 @@ void add_container_flags(CLI::App& cmd, ops::SubmitFlags& f) {
 
 // The Job around the container: retries, lifetime, priority, labels and annotations, colocation.
 void add_job_policy_flags(CLI::App& cmd, ops::SubmitFlags& f) {
-  cmd.add_option("--backoff-limit", f.backoff_limit, fmt::format("Retries of failed pods before the job fails (default {})", ops::kDefaultBackoffLimit));
-  cmd.add_option("--ttl-after-finished", f.ttl_after_finished, "Delete the finished job and its pods after this long (default 7d; 'none' keeps them)");
+  cmd.add_option("--backoff-limit", f.backoff_limit,
+                 fmt::format("Retries of failed pods before the job fails (default {})", ops::kDefaultBackoffLimit));
+  cmd.add_option("--ttl-after-finished", f.ttl_after_finished,
+                 "Delete the finished job and its pods after this long (default 7d; 'none' keeps them)");
   cmd.add_option("--active-deadline", f.active_deadline, "Fail the job when it runs longer than this (e.g. 12h)");
   cmd.add_option("--priority-class", f.priority_class, "PriorityClass of the pods");
   cmd.add_option("--label", f.labels, "K=V label on the job and its pods (repeatable)");
   cmd.add_option("--annotation", f.annotations, "K=V annotation on the job and its pods (repeatable)");
   cmd.add_option("--colocate-with", f.colocate_with, "Label selector of pods this job's pods must share a node with");
-  cmd.add_option("--colocate-topology", f.colocate_topology, "Topology key for --colocate-with (default kubernetes.io/hostname)");
-  cmd.add_flag("--count-disruptions", f.count_disruptions, "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
+  cmd.add_option("--colocate-topology", f.colocate_topology,
+                 "Topology key for --colocate-with (default kubernetes.io/hostname)");
+  cmd.add_flag("--count-disruptions", f.count_disruptions,
+               "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
 }
 
 // What gpuctl does with the Job: dry runs, output, waiting, --force.
@@ -328,16 +341,19 @@ void add_run_flags(CLI::App& cmd, SubmitOptions& o) {
   add_output_flag(cmd, o.output, {"", "json", "yaml", "name"});
   cmd.add_flag("--wait", o.wait, "Wait for the job to finish; exit with its result");
   cmd.add_flag("--follow", o.follow, "Stream the job's logs until it finishes; exit with its result");
-  cmd.add_option("--timeout", o.timeout, "With --wait/--follow: give up waiting after this long (exit 1; the job keeps running)");
+  cmd.add_option("--timeout", o.timeout,
+                 "With --wait/--follow: give up waiting after this long (exit 1; the job keeps running)");
   cmd.add_flag("--parsable", o.parsable, "Print only namespace/name");
-  cmd.add_flag("--force", o.force, "Submit even when a pre-flight check refuses (the refusals are printed as warnings)");
+  cmd.add_flag("--force", o.force,
+               "Submit even when a pre-flight check refuses (the refusals are printed as warnings)");
 }
 
 }  // namespace
 
 void register_submit(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<SubmitOptions>();
-  auto* cmd = app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
+  auto* cmd =
+      app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
   cmd->footer(submit_footer());
   add_job_source_flags(*cmd, o);
   add_container_flags(*cmd, o->flags);

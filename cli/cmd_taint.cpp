@@ -2,9 +2,9 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "gpuctl/util/time.hpp"
 #include "node_changes.hpp"
 #include "output_format.hpp"
-#include "gpuctl/util/time.hpp"
 
 namespace gpuctl::cli {
 namespace {

@@ -21,7 +21,7 @@ void register_cordon(CLI::App& app, AppContext& context);  // cordon and uncordo
 void register_drain(CLI::App& app, AppContext& context);
 void register_gpus(CLI::App& app, AppContext& context);
 void register_submit(CLI::App& app, AppContext& context);
-void register_jobs(CLI::App& app, AppContext& context);  // jobs and jobs clean
+void register_jobs(CLI::App& app, AppContext& context);   // jobs and jobs clean
 void register_quota(CLI::App& app, AppContext& context);  // quota, quota set/delete/fix
 
 }  // namespace gpuctl::cli

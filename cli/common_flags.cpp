@@ -7,9 +7,10 @@ namespace gpuctl::cli {
 CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text) {
   text = "none";
   return app
-      .add_flag("--dry-run{client}", text,
-                "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
-                "so the API server validates and admits it without persisting anything; \"none\" acts")
+      .add_flag(
+          "--dry-run{client}", text,
+          "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
+          "so the API server validates and admits it without persisting anything; \"none\" acts")
       ->check(CLI::IsMember({"none", "client", "server"}));
 }
 

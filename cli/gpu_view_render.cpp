@@ -17,7 +17,8 @@ constexpr int kBarWidth = 10;
 std::string bar(double fraction) {
   int filled = static_cast<int>(fraction * kBarWidth + 0.5);
   filled = std::clamp(filled, 0, kBarWidth);
-  return "[" + std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
+  return "[" + std::string(static_cast<std::size_t>(filled), '#') +
+         std::string(static_cast<std::size_t>(kBarWidth - filled), '.') + "]";
 }
 
 template <class T>
@@ -76,23 +77,25 @@ std::string percent_cell(const gpu::Reported<int>& percent, bool bars) {
 }
 
 std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
-  output::Table nodes({"NODE", "STATUS", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
+  output::Table nodes(
+      {"NODE", "STATUS", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
   output::Table gpus({"NODE", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "ECC-UNCORR", "PROCS", "BUS-ID"});
   for (const auto& v : view.nodes) {
     const auto* r = v.probe.report ? &*v.probe.report : nullptr;
     std::string answered = r ? fmt::format("{}", r->gpus.size()) : "-";
     if (r && !r->failed_gpus.empty()) answered += fmt::format(" (+{} failed)", r->failed_gpus.size());
     nodes.add_row({Cell(v.kube.name), Cell(v.probe.outcome, outcome_style(v.probe.outcome)),
-                   Cell(v.kube.product.empty() ? "<none>" : v.kube.product),
-                   Cell(r ? or_dash(r->driver_version) : "-"), Cell(r ? or_dash(r->cuda_version) : "-"), Cell(answered),
+                   Cell(v.kube.product.empty() ? "<none>" : v.kube.product), Cell(r ? or_dash(r->driver_version) : "-"),
+                   Cell(r ? or_dash(r->cuda_version) : "-"), Cell(answered),
                    Cell(std::to_string(v.kube.gpus.allocatable)), Cell(std::to_string(v.kube.gpus.used)),
                    Cell(pods_cell(v.pods))});
     if (!r) continue;
     for (const auto& g : r->gpus) {
-      gpus.add_row({Cell(v.kube.name), Cell(g.index >= 0 ? std::to_string(g.index) : "?"), Cell(or_dash(g.product_name)),
-                    Cell(percent_cell(g.utilization.gpu_percent, o.bars)), Cell(memory_cell(g.memory, o.bars)),
-                    Cell(or_dash(g.temperature.gpu_c, "C")), Cell(power_cell(g.power)), ecc_cell(g.ecc),
-                    Cell(std::to_string(g.processes.size())), Cell(or_dash(g.pci_bus_id))});
+      gpus.add_row({Cell(v.kube.name), Cell(g.index >= 0 ? std::to_string(g.index) : "?"),
+                    Cell(or_dash(g.product_name)), Cell(percent_cell(g.utilization.gpu_percent, o.bars)),
+                    Cell(memory_cell(g.memory, o.bars)), Cell(or_dash(g.temperature.gpu_c, "C")),
+                    Cell(power_cell(g.power)), ecc_cell(g.ecc), Cell(std::to_string(g.processes.size())),
+                    Cell(or_dash(g.pci_bus_id))});
     }
     for (const auto& f : r->failed_gpus) {
       gpus.add_row({Cell(v.kube.name), Cell(f.index >= 0 ? std::to_string(f.index) : "?"),
@@ -108,7 +111,8 @@ std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
     text += fmt::format("\n{} of {} node(s) did not fully answer:\n", count, view.nodes.size());
     for (const auto& g : view.failures) {
       text += fmt::format("  {} ({}): {}\n    {}\n", output::styled(g.outcome, outcome_style(g.outcome), o.color),
-                          g.nodes.size(), output::printable(g.message), output::printable(fmt::format("{}", fmt::join(g.nodes, ","))));
+                          g.nodes.size(), output::printable(g.message),
+                          output::printable(fmt::format("{}", fmt::join(g.nodes, ","))));
     }
   }
   return text;

@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   curl_global_init(CURL_GLOBAL_DEFAULT);
   // Ctrl-C and SIGTERM stop the work cleanly (children stopped, the summary printed, exit 130 or
   // 143); a second one exits at once.
-  gpuctl::util::install_interrupt_handlers("\ngpuctl: interrupted: stopping cleanly (interrupt again to quit at once)\n");
+  gpuctl::util::install_interrupt_handlers(
+      "\ngpuctl: interrupted: stopping cleanly (interrupt again to quit at once)\n");
   int code = 1;
   try {
     gpuctl::cli::Streams streams{std::cout, std::cerr, isatty(STDOUT_FILENO) == 1, isatty(STDERR_FILENO) == 1,

@@ -10,8 +10,9 @@ namespace gpuctl::cli {
 
 void add_node_change_flags(CLI::App& cmd, NodeChangeFlags& flags) {
   add_selector_flag(cmd, flags.selector);
-  cmd.add_flag("--all-gpu-nodes", flags.all_gpu_nodes,
-               "Every GPU node, as 'gpuctl nodes' lists them (nodes with nvidia.com/* resources or a GPU product label)");
+  cmd.add_flag(
+      "--all-gpu-nodes", flags.all_gpu_nodes,
+      "Every GPU node, as 'gpuctl nodes' lists them (nodes with nvidia.com/* resources or a GPU product label)");
   add_dry_run_flag(cmd, flags.dry_run);
   add_output_flag(cmd, flags.output, {"text", "json", "yaml", "name"});
 }
@@ -44,9 +45,9 @@ Result<NamesAndSpecs> split_names_and_specs(const std::vector<std::string>& args
     }
   }
   if (split.specs.empty()) {
-    return fail(Errc::invalid_argument,
-                fmt::format("no {} change given: add one such as {}", what,
-                            what == "taint" ? "dedicated=ml:NoSchedule (or KEY- to remove)" : "accelerator=a100 (or KEY- to remove)"));
+    return fail(Errc::invalid_argument, fmt::format("no {} change given: add one such as {}", what,
+                                                    what == "taint" ? "dedicated=ml:NoSchedule (or KEY- to remove)"
+                                                                    : "accelerator=a100 (or KEY- to remove)"));
   }
   return split;
 }
@@ -97,7 +98,8 @@ ExitCode report_node_changes(AppContext& ctx, const std::vector<ops::NodeChange>
   }
   if (failed.empty()) return ExitCode::ok;
   if (changes.size() > 1) {  // for one node, its own error line says it all
-    print_line(err, fmt::format("error: {} of {} node(s) failed: {}", failed.size(), changes.size(), fmt::join(failed, ", ")));
+    print_line(
+        err, fmt::format("error: {} of {} node(s) failed: {}", failed.size(), changes.size(), fmt::join(failed, ", ")));
   }
   // Refusals of the request itself (an existing value without --overwrite) are usage errors;
   // anything the cluster refused or could not do makes it a failure.

@@ -16,20 +16,26 @@ void add_ssh_flags(CLI::App& cmd, SshFlags& f) {
   cmd.add_option("--ssh-config", f.config_file,
                  "ssh client configuration file (ssh -F); default: $GPUCTL_SSH_CONFIG, else ~/.ssh/config")
       ->group(group);
-  cmd.add_option("--ssh-user", f.user, "User to log in as on the nodes (ssh -l); default: $GPUCTL_SSH_USER")->group(group);
+  cmd.add_option("--ssh-user", f.user, "User to log in as on the nodes (ssh -l); default: $GPUCTL_SSH_USER")
+      ->group(group);
   cmd.add_option("--ssh-port", f.port, "Port of the nodes' sshd (ssh -p); default: $GPUCTL_SSH_PORT")->group(group);
-  cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i); default: $GPUCTL_SSH_IDENTITY")->group(group);
+  cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i); default: $GPUCTL_SSH_IDENTITY")
+      ->group(group);
   cmd.add_option("--ssh-option", f.options,
                  "An ssh -o KEY=VALUE option; repeatable (e.g. ProxyJump=bastion). $GPUCTL_SSH_KNOWN_HOSTS adds "
                  "UserKnownHostsFile=FILE unless one is given here")
       ->group(group);
-  cmd.add_option("--ssh-timeout", f.ssh_timeout, "Hard deadline per node, after which its ssh is killed (hung nvidia-smi)")
+  cmd.add_option("--ssh-timeout", f.ssh_timeout,
+                 "Hard deadline per node, after which its ssh is killed (hung nvidia-smi)")
       ->default_str("60s")
       ->group(group);
   cmd.add_option("--connect-timeout", f.connect_timeout,
                  "How long to wait for a node's ssh connection (default 10s, or half of a shorter --ssh-timeout)")
       ->group(group);
-  cmd.add_option("--fanout", f.fanout, "How many nodes to reach at once")->default_str("32")->check(CLI::Range(1, 1024))->group(group);
+  cmd.add_option("--fanout", f.fanout, "How many nodes to reach at once")
+      ->default_str("32")
+      ->check(CLI::Range(1, 1024))
+      ->group(group);
   cmd.add_option("--ssh-host-from", f.host_from,
                  "Where a node's ssh address comes from: internal-ip, external-ip, hostname, name, label:KEY, "
                  "annotation:KEY, or a template such as {name}.gpu.example.com")
@@ -76,7 +82,8 @@ Result<SshFlags> with_ssh_environment(SshFlags f, const EnvLookup& env) {
     // ssh splits this option's value at blanks (several files); quotes keep a path with one whole.
     std::string_view path = v;
     bool blank = path.find_first_of(" \t") != std::string_view::npos;
-    f.options.push_back(blank ? fmt::format("UserKnownHostsFile=\"{}\"", path) : fmt::format("UserKnownHostsFile={}", path));
+    f.options.push_back(blank ? fmt::format("UserKnownHostsFile=\"{}\"", path)
+                              : fmt::format("UserKnownHostsFile={}", path));
   }
   return f;
 }

@@ -44,7 +44,8 @@ class CliHarness {
       if (options.namespace_name) c.namespace_name = *options.namespace_name;
       return c;
     };
-    env.make_transport = [this](const kube::RestConfig&, const kube::TransportSettings&) -> std::unique_ptr<kube::Transport> {
+    env.make_transport = [this](const kube::RestConfig&,
+                                const kube::TransportSettings&) -> std::unique_ptr<kube::Transport> {
       // The harness keeps the fake across runs; each run's client gets a forwarder to it.
       return std::make_unique<Forward>(fake_);
     };

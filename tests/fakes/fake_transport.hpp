@@ -71,7 +71,8 @@ class FakeTransport : public kube::Transport {
     return response(answer.status, answer.headers, answer.body);
   }
 
-  Result<kube::HttpResponse> send_streaming(const kube::HttpRequest& request, const kube::BodyChunkHandler& on_chunk) override {
+  Result<kube::HttpResponse> send_streaming(const kube::HttpRequest& request,
+                                            const kube::BodyChunkHandler& on_chunk) override {
     auto response = send(request);
     if (!response || response->status < 200 || response->status >= 300) return response;
     // Deliver the body line by line, as a watch would arrive.

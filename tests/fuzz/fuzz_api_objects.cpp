@@ -12,7 +12,6 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/nesting.hpp"
 
-
 namespace {
 
 using nlohmann::json;

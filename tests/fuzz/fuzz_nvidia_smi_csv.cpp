@@ -5,9 +5,18 @@
 
 namespace {
 
-const std::vector<std::string> kGpuFields = {"index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used",
-                                             "utilization.gpu", "temperature.gpu", "power.draw", "ecc.errors.uncorrected.volatile.total",
-                                             "clocks_throttle_reasons.active", "mig.mode.current"};
+const std::vector<std::string> kGpuFields = {"index",
+                                             "uuid",
+                                             "name",
+                                             "pci.bus_id",
+                                             "memory.total",
+                                             "memory.used",
+                                             "utilization.gpu",
+                                             "temperature.gpu",
+                                             "power.draw",
+                                             "ecc.errors.uncorrected.volatile.total",
+                                             "clocks_throttle_reasons.active",
+                                             "mig.mode.current"};
 const std::vector<std::string> kAppFields = {"gpu_uuid", "pid", "process_name", "used_memory"};
 const std::vector<std::string> kPageFields = {"gpu_uuid", "retired_pages.address", "retired_pages.cause"};
 

@@ -19,13 +19,12 @@ inline std::string_view as_text(const std::uint8_t* data, std::size_t size) {
 
 // An invariant of the code under test broke: say which, then abort (a crash for libFuzzer).
 [[noreturn]] inline void invariant_failed(const char* what, std::string_view detail) {
-  std::fprintf(stderr, "fuzz invariant failed: %s: %.*s\n", what, static_cast<int>(detail.size()),
-               detail.data());
+  std::fprintf(stderr, "fuzz invariant failed: %s: %.*s\n", what, static_cast<int>(detail.size()), detail.data());
   std::abort();
 }
 
-#define GPUCTL_FUZZ_CHECK(condition, detail)                                   \
-  do {                                                                         \
+#define GPUCTL_FUZZ_CHECK(condition, detail)                                  \
+  do {                                                                        \
     if (!(condition)) ::gpuctl::fuzz::invariant_failed(#condition, (detail)); \
   } while (0)
 

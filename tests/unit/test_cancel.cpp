@@ -16,9 +16,9 @@
 #include <thread>
 
 #include "exit_code.hpp"
+#include "fakes/fake_ssh_runner.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
-#include "fakes/fake_ssh_runner.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/fanout.hpp"
 #include "gpuctl/util/process.hpp"

@@ -3,17 +3,21 @@
 #include "app.hpp"
 #include "fakes/cli_harness.hpp"
 
-
 using gpuctl::testing::CliHarness;
 using gpuctl::testing::json_answer;
 using nlohmann::json;
 
 namespace {
 
-std::string list_of(json items) { return json{{"metadata", {{"continue", ""}, {"resourceVersion", "7"}}}, {"items", items}}.dump(); }
+std::string list_of(json items) {
+  return json{{"metadata", {{"continue", ""}, {"resourceVersion", "7"}}}, {"items", items}}.dump();
+}
 
 json node(const std::string& name, int gpus, const std::string& product) {
-  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", product}}}, {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
+  return {{"metadata",
+           {{"name", name},
+            {"labels", {{"nvidia.com/gpu.product", product}}},
+            {"creationTimestamp", "2026-01-01T00:00:00Z"}}},
           {"status",
            {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
             {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
@@ -21,10 +25,16 @@ json node(const std::string& name, int gpus, const std::string& product) {
 }
 
 void script_inventory(CliHarness& h) {
-  h.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of(json::array({node("b-node", 4, "Tesla-T4"), node("a-node", 8, "NVIDIA-H100-80GB-HBM3")}))));
-  json pod = {{"metadata", {{"name", "p"}}},
-              {"spec", {{"nodeName", "a-node"}, {"containers", json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}},
-              {"status", {{"phase", "Running"}}}};
+  h.fake().on(
+      "GET", "/api/v1/nodes",
+      json_answer(200,
+                  list_of(json::array({node("b-node", 4, "Tesla-T4"), node("a-node", 8, "NVIDIA-H100-80GB-HBM3")}))));
+  json pod = {
+      {"metadata", {{"name", "p"}}},
+      {"spec",
+       {{"nodeName", "a-node"},
+        {"containers", json::array({{{"name", "c"}, {"resources", {{"limits", {{"nvidia.com/gpu", "3"}}}}}}})}}},
+      {"status", {{"phase", "Running"}}}};
   h.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array({pod}))));
 }
 
@@ -37,10 +47,15 @@ TEST_CASE("cli::run_cli nodes renders the table and the product summary", "[cli]
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   // a-node sorts first; 8 capacity, 3 used, 5 free
-  CHECK(r.out.find("NAME     STATUS   PRODUCT                 CAPACITY   ALLOCATABLE   USED   FREE   UNHEALTHY   TAINTS   AGE") == 0);
-  CHECK(r.out.find("a-node   Ready    NVIDIA-H100-80GB-HBM3   8          8             3      5      0           <none>") != std::string::npos);
-  CHECK(r.out.find("PRODUCT                 RESOURCE   NODES   CAPACITY   ALLOCATABLE   USED   FREE") != std::string::npos);
-  CHECK(r.out.find("Tesla-T4                gpu        1       4          4             0      4") != std::string::npos);
+  CHECK(r.out.find("NAME     STATUS   PRODUCT                 CAPACITY   ALLOCATABLE   USED   FREE   UNHEALTHY   "
+                   "TAINTS   AGE") == 0);
+  CHECK(r.out.find(
+            "a-node   Ready    NVIDIA-H100-80GB-HBM3   8          8             3      5      0           <none>") !=
+        std::string::npos);
+  CHECK(r.out.find("PRODUCT                 RESOURCE   NODES   CAPACITY   ALLOCATABLE   USED   FREE") !=
+        std::string::npos);
+  CHECK(r.out.find("Tesla-T4                gpu        1       4          4             0      4") !=
+        std::string::npos);
   CHECK(h.fake().unexpected().empty());
 }
 
@@ -98,13 +113,17 @@ TEST_CASE("cli::run_cli maps usage errors to exit 2 with one line on stderr and 
 
 TEST_CASE("cli::run_cli reports cluster failures as exit 1 without stdout", "[cli]") {
   CliHarness h;
-  h.fake().on("GET", "/api/v1/nodes",
-              json_answer(403, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403})"));
+  h.fake().on(
+      "GET", "/api/v1/nodes",
+      json_answer(
+          403,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope","reason":"Forbidden","details":{"kind":"nodes"},"code":403})"));
   auto r = h.run({"nodes"});
   CHECK(r.exit_code == 1);
   CHECK(r.out.empty());
   CHECK(r.err ==
-        "error: forbidden: nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the cluster scope; "
+        "error: forbidden: nodes is forbidden: User \"nobody\" cannot list resource \"nodes\" in API group \"\" at the "
+        "cluster scope; "
         "ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)\n");
 }
 

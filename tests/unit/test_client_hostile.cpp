@@ -61,9 +61,11 @@ TEST_CASE("paths: one validator for Kubernetes names", "[paths][hostile]") {
 TEST_CASE("kubeconfig: an invalid -n or context namespace is refused, the flag with exit 2", "[kubeconfig][hostile]") {
   gpuctl_test::TempDir dir;
   auto file = [&](const std::string& ns_line) {
-    return dir.write("k.yaml", "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
-                               "users:\n- name: u\n  user: {}\ncontexts:\n- name: ctx\n  context:\n    cluster: c\n    user: u\n" +
-                                   ns_line + "current-context: ctx\n");
+    return dir.write(
+        "k.yaml",
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://127.0.0.1:1\n"
+        "users:\n- name: u\n  user: {}\ncontexts:\n- name: ctx\n  context:\n    cluster: c\n    user: u\n" +
+            ns_line + "current-context: ctx\n");
   };
   for (const char* bad : {"..", ".", "a/b", "A", "a.b"}) {
     auto o = gpuctl_test::only_file(file(""));
@@ -71,13 +73,15 @@ TEST_CASE("kubeconfig: an invalid -n or context namespace is refused, the flag w
     auto r = gpuctl::kube::load_rest_config(o);
     REQUIRE_FALSE(r);
     CHECK(r.error().code == Errc::invalid_argument);
-    CHECK_THAT(r.error().message, Contains("-n/--namespace: \"" + std::string(bad) + "\" is not a valid namespace name"));
+    CHECK_THAT(r.error().message,
+               Contains("-n/--namespace: \"" + std::string(bad) + "\" is not a valid namespace name"));
   }
   auto o = gpuctl_test::only_file(file("    namespace: ../kube-system\n"));
   auto r = gpuctl::kube::load_rest_config(o);
   REQUIRE_FALSE(r);
   CHECK(r.error().code == Errc::config);
-  CHECK_THAT(r.error().message, Contains("context \"ctx\": namespace \"../kube-system\" is not a valid namespace name"));
+  CHECK_THAT(r.error().message,
+             Contains("context \"ctx\": namespace \"../kube-system\" is not a valid namespace name"));
 }
 
 TEST_CASE("client: control characters in a token or impersonation value are refused, never sent", "[client][hostile]") {
@@ -159,8 +163,9 @@ TEST_CASE("client: a list's resourceVersion or continue token that is not a stri
   for (const char* metadata :
        {R"({"continue":7,"resourceVersion":8})", R"({"continue":{},"resourceVersion":[]})", "3"}) {
     FakeClient fc;
-    fc.fake->on("GET", "/api/v1/nodes",
-                json_answer(200, std::string(R"({"metadata":)") + metadata + R"(,"items":[{"metadata":{"name":"a"}}]})"));
+    fc.fake->on(
+        "GET", "/api/v1/nodes",
+        json_answer(200, std::string(R"({"metadata":)") + metadata + R"(,"items":[{"metadata":{"name":"a"}}]})"));
     INFO(metadata);
     auto r = fc.client->list("/api/v1/nodes");
     REQUIRE(r);
@@ -246,7 +251,8 @@ TEST_CASE("parse_duration: Go's grammar, nothing more", "[time][hostile]") {
   CHECK(parse_duration(".5s").value() == 500ms);
   CHECK(parse_duration("1.s").value() == 1000ms);
   CHECK(parse_duration("1500us").value() == 1ms);
-  for (const char* bad : {"1.2.3s", "1..2s", ".s", "s", "", "1", "5x", "1s junk", "-1s", "1e3s", "99999999999999999h", "1s-"}) {
+  for (const char* bad :
+       {"1.2.3s", "1..2s", ".s", "s", "", "1", "5x", "1s junk", "-1s", "1e3s", "99999999999999999h", "1s-"}) {
     INFO(bad);
     auto r = parse_duration(bad);
     REQUIRE_FALSE(r);

@@ -170,11 +170,14 @@ TEST_CASE("drain: a 429 from a PDB is retried naming the budget, then the pod is
   cordon_routes(fake);
   json w0 = PodBuilder("train", "w0").owned_by("StatefulSet", "ddp").labels({{"app", "ddp"}});
   fake.on("GET", "/api/v1/pods", json_answer(200, list_of({w0}, "10")), kOnN1);
-  std::string refused = status(429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
-                               {{"causes", json::array({{{"reason", "DisruptionBudget"},
-                                                         {"message", "The disruption budget ddp-pdb needs 4 healthy pods and has 4 currently"}}})}});
+  std::string refused = status(
+      429, "TooManyRequests", "Cannot evict pod as it would violate the pod's disruption budget.",
+      {{"causes",
+        json::array({{{"reason", "DisruptionBudget"},
+                      {"message", "The disruption budget ddp-pdb needs 4 healthy pods and has 4 currently"}}})}});
   fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction", json_answer(429, refused))
-      .on("POST", "/api/v1/namespaces/train/pods/w0/eviction", json_answer(201, R"({"kind":"Status","status":"Success","code":201})"));
+      .on("POST", "/api/v1/namespaces/train/pods/w0/eviction",
+          json_answer(201, R"({"kind":"Status","status":"Success","code":201})"));
   fake.on("GET", "/api/v1/namespaces/train/pods/w0", json_answer(200, json(w0).dump()));
   fake.on("GET", "/apis/policy/v1/namespaces/train/poddisruptionbudgets",
           json_answer(200, list_of({pdb("train", "ddp-pdb", {{"app", "ddp"}}, 0, 4, 4)})));
@@ -194,8 +197,8 @@ TEST_CASE("drain: a 429 from a PDB is retried naming the budget, then the pod is
   CHECK(r.evicted == 1);
   CHECK(r.remaining.empty());
   CHECK(std::find(lines.begin(), lines.end(),
-                  "train/w0: eviction refused, will retry after 5s: pdb train/ddp-pdb allows 0 disruptions, needs 4 healthy, has 4") !=
-        lines.end());
+                  "train/w0: eviction refused, will retry after 5s: pdb train/ddp-pdb allows 0 disruptions, needs 4 "
+                  "healthy, has 4") != lines.end());
   CHECK(sleeps == std::vector<std::chrono::milliseconds>{std::chrono::milliseconds(5000)});
   CHECK(fake.count("POST") == 2);
   CHECK(fake.unexpected().empty());
@@ -219,7 +222,8 @@ TEST_CASE("drain: a replacement with the same name and a new UID counts as gone"
   fake.on("GET", "/api/v1/pods", json_answer(200, list_of({old_pod}, "10")), kOnN1)
       .on("GET", "/api/v1/pods", json_answer(200, list_of({old_pod}, "11")), kOnN1)
       .on("GET", "/api/v1/pods", json_answer(200, watch_line("ADDED", replacement)), kWatchN1);
-  fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction", json_answer(201, R"({"kind":"Status","status":"Success"})"));
+  fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction",
+          json_answer(201, R"({"kind":"Status","status":"Success"})"));
   ops::DrainOptions o;
   o.sleep = [](std::chrono::milliseconds) {};
   ops::EvictionSlots slots(1);
@@ -235,9 +239,14 @@ TEST_CASE("drain: several PDBs (500) fail the pod and name the cause, refused po
   FakeClient c;
   auto& fake = *c.fake;
   cordon_routes(fake);
-  fake.on("GET", "/api/v1/pods", json_answer(200, list_of({PodBuilder("web", "a").owned_by("ReplicaSet", "rs")})), kOnN1);
-  fake.on("POST", "/api/v1/namespaces/web/pods/a/eviction",
-          json_answer(500, status(500, "", "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")));
+  fake.on("GET", "/api/v1/pods", json_answer(200, list_of({PodBuilder("web", "a").owned_by("ReplicaSet", "rs")})),
+          kOnN1);
+  fake.on(
+      "POST", "/api/v1/namespaces/web/pods/a/eviction",
+      json_answer(
+          500,
+          status(500, "",
+                 "This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.")));
   ops::DrainOptions o;
   o.sleep = [](std::chrono::milliseconds) {};
   auto r = ops::drain_node(*c.client, node("n1"), o);
@@ -248,7 +257,8 @@ TEST_CASE("drain: several PDBs (500) fail the pod and name the cause, refused po
   FakeClient d;
   d.fake->on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "2", json::array(), true).dump()));
   d.fake->on("GET", "/api/v1/pods",
-             json_answer(200, list_of({PodBuilder("web", "ok").owned_by("ReplicaSet", "rs"), PodBuilder("web", "s").owned_by("ReplicaSet", "rs").empty_dir()})),
+             json_answer(200, list_of({PodBuilder("web", "ok").owned_by("ReplicaSet", "rs"),
+                                       PodBuilder("web", "s").owned_by("ReplicaSet", "rs").empty_dir()})),
              kOnN1);
   auto refused = ops::drain_node(*d.client, node("n1"), o);
   CHECK(refused.outcome == ops::DrainOutcome::failed);
@@ -264,7 +274,8 @@ TEST_CASE("drain: --timeout ends a drain a PDB keeps blocking, naming the budget
   json w0 = PodBuilder("train", "w0").owned_by("StatefulSet", "ddp").labels({{"app", "ddp"}});
   fake.on("GET", "/api/v1/pods", json_answer(200, list_of({w0})), kOnN1);
   for (int i = 0; i < 50; ++i) {
-    fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction", json_answer(429, status(429, "TooManyRequests", "Cannot evict pod")));
+    fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction",
+            json_answer(429, status(429, "TooManyRequests", "Cannot evict pod")));
     fake.on("GET", "/api/v1/namespaces/train/pods/w0", json_answer(200, json(w0).dump()));
     fake.on("GET", "/apis/policy/v1/namespaces/train/poddisruptionbudgets",
             json_answer(200, list_of({pdb("train", "ddp-pdb", {{"app", "ddp"}}, 0, 4, 4)})));
@@ -291,7 +302,8 @@ TEST_CASE("drain: an already cordoned node with its pods gone is drained again w
   CHECK(c.fake->unexpected().empty());
 }
 
-TEST_CASE("rolling: drains, runs the command with the node as $1 and GPUCTL_NODE, uncordons, stops at a failure", "[drain]") {
+TEST_CASE("rolling: drains, runs the command with the node as $1 and GPUCTL_NODE, uncordons, stops at a failure",
+          "[drain]") {
   FakeClient c;
   auto& fake = *c.fake;
   fake.on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "2", json::array(), true).dump()))

@@ -20,11 +20,13 @@ TEST_CASE("cli: drain refuses flag combinations that make no sense, before any r
            {{"drain", "n1", "--exec", "true"}, "error: --exec only applies to rolling maintenance: add --rolling\n"},
            {{"drain", "n1", "--uncordon"}, "error: --uncordon only applies to rolling maintenance: add --rolling\n"},
            {{"drain", "-l", "a=b", "--rolling", "--max-concurrent", "2"},
-            "error: --max-concurrent does not apply with --rolling: --max-unavailable says how many nodes are out at once\n"},
+            "error: --max-concurrent does not apply with --rolling: --max-unavailable says how many nodes are out at "
+            "once\n"},
            {{"drain", "n1", "--timeout", "soon"}, ""},
            {{"drain", "n1", "--grace-period", "-5"}, ""},
            {{"drain", "n1", "--max-evictions-in-flight", "0"}, "error: --max-evictions-in-flight: at least 1\n"},
-           {{"drain", "-l", "a=b", "--rolling", "--exec-timeout", "5m"}, "error: --exec-timeout needs --exec COMMAND\n"},
+           {{"drain", "-l", "a=b", "--rolling", "--exec-timeout", "5m"},
+            "error: --exec-timeout needs --exec COMMAND\n"},
            {{"drain"}, ""}}) {
     CAPTURE(c.args);
     auto r = h.run(c.args);
@@ -56,19 +58,23 @@ TEST_CASE("cli: drain --dry-run -o json prints the plan and writes nothing", "[d
   CHECK(h.fake().unexpected().empty());
 }
 
-TEST_CASE("cli: drain prints a summary row per node, progress on stderr, and exits 1 naming what is not drained", "[drain][cli]") {
+TEST_CASE("cli: drain prints a summary row per node, progress on stderr, and exits 1 naming what is not drained",
+          "[drain][cli]") {
   CliHarness h;
   h.fake()
       .on("GET", "/api/v1/nodes/n1", json_answer(200, node("n1").dump()))
       .on("GET", "/api/v1", json_answer(200, discovery_with_eviction()))
       .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", json_answer(201, whoami("admin")))
       .on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "11", json::array(), true).dump()))
-      .on("GET", "/api/v1/pods", json_answer(200, list_of({PodBuilder("ml", "bare")})), "fieldSelector=spec.nodeName%3Dn1");
+      .on("GET", "/api/v1/pods", json_answer(200, list_of({PodBuilder("ml", "bare")})),
+          "fieldSelector=spec.nodeName%3Dn1");
   auto r = h.run({"drain", "n1", "--reason", "ECC"});
   CHECK(r.exit_code == 1);
-  CHECK(r.out.starts_with("NODE   RESULT   CORDON     EVICTED   SKIPPED   REMAINING   TIME   MESSAGE\nn1     failed   cordoned   0         0         1"));
-  CHECK(r.out.find("cannot drain, nothing was evicted: declares no controller, so nothing would recreate it (use --force to evict it): ml/bare") !=
-        std::string::npos);
+  CHECK(
+      r.out.starts_with("NODE   RESULT   CORDON     EVICTED   SKIPPED   REMAINING   TIME   MESSAGE\nn1     failed   "
+                        "cordoned   0         0         1"));
+  CHECK(r.out.find("cannot drain, nothing was evicted: declares no controller, so nothing would recreate it (use "
+                   "--force to evict it): ml/bare") != std::string::npos);
   // Not a terminal: one timestamped line per event, then the error naming the node.
   CHECK(r.err.find("Z n1: cordoned: reason \"ECC\"\n") != std::string::npos);
   CHECK(r.err.ends_with("error: 1 node(s) not fully drained: n1\n"));

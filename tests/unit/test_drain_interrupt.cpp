@@ -44,7 +44,8 @@ TEST_CASE("drain interrupted between evictions: the node stays cordoned, nothing
   json w0 = PodBuilder("train", "w0").owned_by("StatefulSet", "ddp").labels({{"app", "ddp"}});
   json w1 = PodBuilder("train", "w1").owned_by("StatefulSet", "ddp").labels({{"app", "ddp"}});
   fake.on("GET", "/api/v1/pods", json_answer(200, list_of({w0, w1}, "10")), kOnN1);
-  fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction", json_answer(201, R"({"kind":"Status","status":"Success","code":201})"));
+  fake.on("POST", "/api/v1/namespaces/train/pods/w0/eviction",
+          json_answer(201, R"({"kind":"Status","status":"Success","code":201})"));
 
   ops::DrainOptions o;
   o.sleep = [](std::chrono::milliseconds) {};
@@ -87,7 +88,8 @@ TEST_CASE("drain interrupted before it starts: every node is not started, no req
   CHECK(c.fake->requests().empty());
 }
 
-TEST_CASE("rolling interrupted during --exec: the command is stopped, the node stays cordoned, the rest wait", "[drain][cancel]") {
+TEST_CASE("rolling interrupted during --exec: the command is stopped, the node stays cordoned, the rest wait",
+          "[drain][cancel]") {
   CancelGuard guard;
   gpuctl_test::TempDir dir;
   const auto pid_file = dir.path() / "pid";
@@ -114,7 +116,8 @@ TEST_CASE("rolling interrupted during --exec: the command is stopped, the node s
   CHECK(results[0].ready.empty());
   CHECK(results[0].uncordon.empty());
   CHECK(results[0].drain.message ==
-        "interrupted by SIGINT during the maintenance command (it was stopped); the node stays cordoned (re-run to continue)");
+        "interrupted by SIGINT during the maintenance command (it was stopped); the node stays cordoned (re-run to "
+        "continue)");
   CHECK(results[1].not_started);
   CHECK(fake.count("PATCH") == 1);  // the cordon; no uncordon
   CHECK(fake.unexpected().empty());

@@ -13,8 +13,8 @@ namespace gpuctl::testing::nodeadmin {
 using json = nlohmann::json;
 
 // A Ready node with this resourceVersion, taints and spec.unschedulable.
-inline json node(const std::string& name, const std::string& resource_version = "1",
-                 json taints = json::array(), bool unschedulable = false) {
+inline json node(const std::string& name, const std::string& resource_version = "1", json taints = json::array(),
+                 bool unschedulable = false) {
   json n = {{"apiVersion", "v1"},
             {"kind", "Node"},
             {"metadata",
@@ -36,14 +36,15 @@ inline json node(const std::string& name, const std::string& resource_version = 
 // A list body ({"kind":..., "metadata":{"resourceVersion":...}, "items":[...]}).
 inline std::string list_of(const std::vector<json>& items, const std::string& resource_version = "1",
                            const std::string& kind = "List") {
-  return json{{"apiVersion", "v1"}, {"kind", kind}, {"metadata", {{"resourceVersion", resource_version}}}, {"items", items}}
+  return json{
+      {"apiVersion", "v1"}, {"kind", kind}, {"metadata", {{"resourceVersion", resource_version}}}, {"items", items}}
       .dump();
 }
 
 // A Kubernetes Status body.
 inline std::string status(int code, const std::string& reason, const std::string& message, json details = nullptr) {
   json s = {{"apiVersion", "v1"}, {"kind", "Status"}, {"status", "Failure"},
-            {"code", code},       {"reason", reason},  {"message", message}};
+            {"code", code},       {"reason", reason}, {"message", message}};
   if (!details.is_null()) s["details"] = std::move(details);
   return s.dump();
 }
@@ -58,16 +59,17 @@ inline std::string whoami(const std::string& user) {
 
 // GET /api/v1 of a server that offers pods/eviction (policy/v1 Eviction).
 inline std::string discovery_with_eviction() {
-  return json{{"kind", "APIResourceList"},
-              {"groupVersion", "v1"},
-              {"resources",
-               json::array({{{"name", "pods"}, {"namespaced", true}, {"kind", "Pod"}, {"verbs", {"get", "list", "delete"}}},
-                            {{"name", "pods/eviction"},
-                             {"namespaced", true},
-                             {"kind", "Eviction"},
-                             {"group", "policy"},
-                             {"version", "v1"},
-                             {"verbs", {"create"}}}})}}
+  return json{
+      {"kind", "APIResourceList"},
+      {"groupVersion", "v1"},
+      {"resources",
+       json::array({{{"name", "pods"}, {"namespaced", true}, {"kind", "Pod"}, {"verbs", {"get", "list", "delete"}}},
+                    {{"name", "pods/eviction"},
+                     {"namespaced", true},
+                     {"kind", "Eviction"},
+                     {"group", "policy"},
+                     {"version", "v1"},
+                     {"verbs", {"create"}}}})}}
       .dump();
 }
 
@@ -87,11 +89,12 @@ inline std::size_t mutating_requests(const FakeTransport& fake) {
 class PodBuilder {
  public:
   PodBuilder(const std::string& ns, const std::string& name) {
-    pod_ = {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + ns + "-" + name}, {"resourceVersion", "1"}}},
-            {"spec", {{"nodeName", "n1"}, {"containers", json::array({{{"name", "main"}, {"image", "busybox"}}})}}},
-            {"status", {{"phase", "Running"}}}};
+    pod_ = {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + ns + "-" + name}, {"resourceVersion", "1"}}},
+        {"spec", {{"nodeName", "n1"}, {"containers", json::array({{{"name", "main"}, {"image", "busybox"}}})}}},
+        {"status", {{"phase", "Running"}}}};
   }
   PodBuilder& on_node(const std::string& node) {
     pod_["spec"]["nodeName"] = node;

@@ -109,7 +109,7 @@ TEST_CASE("exec: a v1 plugin gets KUBERNETES_EXEC_INFO, args and env, and return
                                               "spec":{"interactive":false}})"));
   CHECK(read_file(p.args_file) == "get-token\n--name\na b; echo no-shell\n");
   CHECK_THAT(read_file(p.env_file), Contains("\nPART1=hello\n"));
-  CHECK_THAT(read_file(p.env_file), Contains("\nPATH="));  // the parent environment is kept
+  CHECK_THAT(read_file(p.env_file), Contains("\nPATH="));    // the parent environment is kept
   CHECK(trim_copy(read_file(p.stdin_file)) == "/dev/null");  // not interactive: no stdin
   CHECK(p.runs() == 1);
 }
@@ -244,8 +244,9 @@ TEST_CASE("exec: a plugin that floods stdout is stopped at the limit", "[exec]")
   ExecCredentialSource source(p.config, false);
   auto e = expect_failure(source.get());
   CHECK(e.code == gpuctl::Errc::process);
-  CHECK(e.message == p.prefix() + "exec: executable " + test_data("exec-plugin.sh") +
-                         " wrote more than 4 MiB to stdout (the limit for an ExecCredential) and was stopped; check the plugin");
+  CHECK(e.message ==
+        p.prefix() + "exec: executable " + test_data("exec-plugin.sh") +
+            " wrote more than 4 MiB to stdout (the limit for an ExecCredential) and was stopped; check the plugin");
 }
 
 TEST_CASE("exec: malformed plugin output is reported like client-go", "[exec]") {
@@ -258,12 +259,14 @@ TEST_CASE("exec: malformed plugin output is reported like client-go", "[exec]") 
     CHECK_THAT(e.message, StartsWith(p.prefix()));
     return e.message.substr(p.prefix().size());
   };
-  CHECK_THAT(failure_for({{"PLUGIN_OUTPUT", "not json"}}), StartsWith("decoding stdout: not an ExecCredential in JSON: "));
+  CHECK_THAT(failure_for({{"PLUGIN_OUTPUT", "not json"}}),
+             StartsWith("decoding stdout: not an ExecCredential in JSON: "));
   CHECK(failure_for({{"PLUGIN_OUTPUT", "[1,2]"}}) == "decoding stdout: not an ExecCredential: expected a JSON object");
   CHECK(failure_for({{"PLUGIN_TOKEN", "t"}, {"PLUGIN_KIND", "Status"}}) ==
         "decoding stdout: kind is \"Status\", want ExecCredential");
-  CHECK(failure_for({{"PLUGIN_OUTPUT", R"({"apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t"}})"}}) ==
-        "decoding stdout: Object 'Kind' is missing (want ExecCredential)");
+  CHECK(
+      failure_for({{"PLUGIN_OUTPUT", R"({"apiVersion":"client.authentication.k8s.io/v1","status":{"token":"t"}})"}}) ==
+      "decoding stdout: Object 'Kind' is missing (want ExecCredential)");
   CHECK(failure_for({{"PLUGIN_TOKEN", "t"}, {"PLUGIN_API_VERSION", kV1beta1}}) ==
         "exec plugin is configured to use API version client.authentication.k8s.io/v1, plugin returned version "
         "client.authentication.k8s.io/v1beta1");
@@ -272,7 +275,8 @@ TEST_CASE("exec: malformed plugin output is reported like client-go", "[exec]") 
         "client.authentication.k8s.io/v1");
   CHECK(failure_for({{"PLUGIN_NO_STATUS", "1"}}) == "exec plugin didn't return a status field");
   CHECK(failure_for({}) == "exec plugin didn't return a token or cert/key pair");
-  CHECK(failure_for({{"PLUGIN_EXPIRATION", "2030-01-01T00:00:00Z"}}) == "exec plugin didn't return a token or cert/key pair");
+  CHECK(failure_for({{"PLUGIN_EXPIRATION", "2030-01-01T00:00:00Z"}}) ==
+        "exec plugin didn't return a token or cert/key pair");
 
   TempDir dir;
   const std::string cert = dir.write("cert.pem", gpuctl_test::kFakeCertPem);
@@ -378,7 +382,8 @@ TEST_CASE("exec: interactiveMode decides stdin and spec.interactive", "[exec]") 
     RestConfig none;
     none.user = "u";
     ExecCredentialSource no_exec(none, false);
-    CHECK(expect_failure(no_exec.get()).message == "user \"u\": getting credentials: no exec credential plugin is configured");
+    CHECK(expect_failure(no_exec.get()).message ==
+          "user \"u\": getting credentials: no exec credential plugin is configured");
   }
 }
 

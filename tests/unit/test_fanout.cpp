@@ -65,8 +65,8 @@ TEST_CASE("fanout: never more children at once than max_parallel", "[fanout]") {
   std::string dir = dir_template;
   std::vector<util::ProcessOptions> jobs;
   for (int i = 0; i < 8; i++) {
-    jobs.push_back(sh("touch " + dir + "/" + std::to_string(i) + "; ls " + dir + " | wc -l; sleep 0.2; rm " + dir + "/" +
-                      std::to_string(i)));
+    jobs.push_back(sh("touch " + dir + "/" + std::to_string(i) + "; ls " + dir + " | wc -l; sleep 0.2; rm " + dir +
+                      "/" + std::to_string(i)));
   }
   util::FanoutOptions options;
   options.max_parallel = 3;

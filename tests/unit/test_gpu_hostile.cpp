@@ -24,9 +24,10 @@ const std::string kLongLine(10u << 20, 'x');
 const std::string kNulAndBadUtf8 = std::string("a\0b\xff\xfe\xc3\x28 \xed\xa0\x80 z", 14);
 
 std::string gpu_xml(int index) {
-  return fmt::format("<gpu id=\"00000000:{:02X}:{:02X}.0\"><product_name>NVIDIA H100</product_name>"
-                     "<uuid>GPU-{}</uuid><minor_number>{}</minor_number></gpu>\n",
-                     index / 256 % 256, index % 256, index, index);
+  return fmt::format(
+      "<gpu id=\"00000000:{:02X}:{:02X}.0\"><product_name>NVIDIA H100</product_name>"
+      "<uuid>GPU-{}</uuid><minor_number>{}</minor_number></gpu>\n",
+      index / 256 % 256, index % 256, index, index);
 }
 
 std::string smi_xml(const std::string& body) {
@@ -84,7 +85,8 @@ TEST_CASE("gpu hostile: nvidia-smi -q text indented deeper than 200 levels is re
   for (int i = 0; i < kManyLines; ++i) text += std::string(static_cast<std::size_t>(i), ' ') + "Level : x\n";
   auto r = parse_nvidia_smi_query_text_tree(text);
   REQUIRE_FALSE(r);
-  CHECK(r.error().message == "nvidia-smi -q output nests deeper than 200 levels by indentation (malformed); refusing to read it");
+  CHECK(r.error().message ==
+        "nvidia-smi -q output nests deeper than 200 levels by indentation (malformed); refusing to read it");
 
   // 100,000 flat lines are fine.
   std::string flat = "==============NVSMI LOG==============\nGPU 00000000:01:00.0\n";
@@ -108,8 +110,9 @@ TEST_CASE("gpu hostile: a 10 MB line, NUL bytes and invalid UTF-8 in every parse
   CHECK_FALSE(parse_nvidia_smi_xml(kLongLine));
   CHECK_FALSE(parse_nvidia_smi_xml(kNulAndBadUtf8));
 
-  auto text = parse_nvidia_smi_query_text("==============NVSMI LOG==============\nGPU 00000000:01:00.0\n    Product Name : " +
-                                          kLongLine + "\n    Serial Number : " + kNulAndBadUtf8 + "\n");
+  auto text = parse_nvidia_smi_query_text(
+      "==============NVSMI LOG==============\nGPU 00000000:01:00.0\n    Product Name : " + kLongLine +
+      "\n    Serial Number : " + kNulAndBadUtf8 + "\n");
   REQUIRE(text);
   CHECK(text->gpus.at(0).product_name == kLongLine);
   CHECK_FALSE(parse_nvidia_smi_query_text(kLongLine));
@@ -143,8 +146,8 @@ TEST_CASE("gpu hostile: a 10 MB line, NUL bytes and invalid UTF-8 in every parse
   CHECK(nlohmann::json(junk).dump().size() > 0);  // sanitized: valid UTF-8 for the JSON dump
 
   auto events = parse_kernel_gpu_events("[1.0] NVRM: Xid (PCI:0000:01:00): 79, pid=1, name=" + kLongLine +
-                                        ", GPU has fallen off the bus.\n" + kNulAndBadUtf8 + " NVRM: Xid (PCI:0000:02:00): 13, " +
-                                        kNulAndBadUtf8 + "\n" + kLongLine + "\n");
+                                        ", GPU has fallen off the bus.\n" + kNulAndBadUtf8 +
+                                        " NVRM: Xid (PCI:0000:02:00): 13, " + kNulAndBadUtf8 + "\n" + kLongLine + "\n");
   REQUIRE(events.size() == 2);
   CHECK(events[0].xid == 79);
   CHECK(events[1].xid == 13);
@@ -161,7 +164,8 @@ TEST_CASE("gpu hostile: a 10 MB line, NUL bytes and invalid UTF-8 in every parse
 
 TEST_CASE("gpu hostile: 100,000 lines stay linear in every parser", "[gpu][limits]") {
   std::string xids;
-  for (int i = 0; i < kManyLines; ++i) xids += fmt::format("[{}.0] NVRM: Xid (PCI:0000:01:00): 13, pid={}, name=p, x\n", i, i);
+  for (int i = 0; i < kManyLines; ++i)
+    xids += fmt::format("[{}.0] NVRM: Xid (PCI:0000:01:00): 13, pid={}, name=p, x\n", i, i);
   auto events = parse_kernel_gpu_events(xids);
   REQUIRE(events.size() == static_cast<std::size_t>(kManyLines));
   CHECK(events.back().line_number == kManyLines);
@@ -177,7 +181,8 @@ TEST_CASE("gpu hostile: 100,000 lines stay linear in every parser", "[gpu][limit
   REQUIRE(gpus);
   CHECK(gpus->size() == static_cast<std::size_t>(kManyLines));
 
-  NvsmiDiagnosis d = classify_nvidia_smi_run(15, many_list, many_list + "Unable to determine the device handle for GPU 0000:05:00.0: GPU is lost\n");
+  NvsmiDiagnosis d = classify_nvidia_smi_run(
+      15, many_list, many_list + "Unable to determine the device handle for GPU 0000:05:00.0: GPU is lost\n");
   CHECK(d.kind == NvsmiErrorKind::gpu_lost);
   CHECK(d.pci_bus_id == std::string("0000:05:00.0"));
 }
@@ -197,8 +202,8 @@ TEST_CASE("gpu hostile: a node that reports 20,000 GPUs is matched with -L in li
     list += fmt::format("Unable to determine the device handle for GPU 0001:{:02X}:{:02X}.0: GPU is lost\n",
                         i / 256 % 256, i % 256);
   }
-  std::string out = kMarker + "start\n" + framed_step("all", smi_xml(body), 0) + framed_step("list", list, 0) +
-                    kMarker + "done\n";
+  std::string out =
+      kMarker + "start\n" + framed_step("all", smi_xml(body), 0) + framed_step("list", list, 0) + kMarker + "done\n";
   NodeGpuReport r = parse_probe_output(0, out, "");
   CHECK(r.status == ProbeStatus::partial);
   REQUIRE(r.gpus.size() == static_cast<std::size_t>(kGpus));

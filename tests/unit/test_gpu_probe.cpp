@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuctl/gpu/probe.hpp"
 #include "fakes/fixtures.hpp"
 #include "fakes/probe_transcript.hpp"
+#include "gpuctl/gpu/probe.hpp"
 
 using namespace gpuctl::gpu;
 namespace fs = std::filesystem;
@@ -75,7 +75,8 @@ TEST_CASE("gpu::parse_probe_output: all GPUs answer the whole query", "[probe]")
 }
 
 TEST_CASE("gpu::parse_probe_output: transcript framing", "[probe]") {
-  std::string out = cat("Welcome to node-7 (motd)\n", kStart, step("all", "<a/>\nlast line without newline", "boom", 3), M, "indices list 0 2 5\n", kDone);
+  std::string out = cat("Welcome to node-7 (motd)\n", kStart, step("all", "<a/>\nlast line without newline", "boom", 3),
+                        M, "indices list 0 2 5\n", kDone);
   ProbeTranscript t = parse_probe_transcript(out);
   CHECK(t.started);
   CHECK(t.finished);
@@ -105,7 +106,10 @@ TEST_CASE("gpu::parse_probe_output: one GPU breaks the whole query, the others s
       "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\n"
       "GPU 1: Tesla T4 (UUID: GPU-11111111-91dd-3774-a5cb-99096249601a)\n"
       "GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\n";
-  std::string out = cat(kStart, step("all", "", lost, 15), step("list", list, "", 0), M, "indices list 0 1 2\n", step("gpu-0", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"), "", 0), step("gpu-1", lost, "", 15), step("gpu-2", fixture("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"), "", 0), kDone);
+  std::string out = cat(kStart, step("all", "", lost, 15), step("list", list, "", 0), M, "indices list 0 1 2\n",
+                        step("gpu-0", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"), "", 0),
+                        step("gpu-1", lost, "", 15),
+                        step("gpu-2", fixture("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"), "", 0), kDone);
   NodeGpuReport r = parse_probe_output(0, out, "");
   CHECK(r.status == ProbeStatus::partial);
   CHECK(node_classification(r) == "partial");
@@ -143,7 +147,8 @@ TEST_CASE("gpu::parse_probe_output: one GPU breaks the whole query, the others s
 TEST_CASE("gpu::parse_probe_output: node-level failures", "[probe]") {
   SECTION("driver/library mismatch: everything fails the same way; /dev/nvidiaN enumerated") {
     const std::string mm = fixture("nvidia-smi-errors/issue__nvml-driver-library-version-mismatch__old.txt");
-    std::string out = cat(kStart, step("all", mm, "", 18), step("list", mm, "", 18), M, "indices dev 0 1\n", step("gpu-0", mm, "", 18), step("gpu-1", mm, "", 18), kDone);
+    std::string out = cat(kStart, step("all", mm, "", 18), step("list", mm, "", 18), M, "indices dev 0 1\n",
+                          step("gpu-0", mm, "", 18), step("gpu-1", mm, "", 18), kDone);
     NodeGpuReport r = parse_probe_output(0, out, "");
     CHECK(r.status == ProbeStatus::failed);
     CHECK(r.kind == NvsmiErrorKind::driver_library_mismatch);
@@ -176,7 +181,10 @@ TEST_CASE("gpu::parse_probe_output: node-level failures", "[probe]") {
     CHECK(r.message.find("nvidia-smi: not found") != std::string::npos);
   }
   SECTION("garbage without framing (the probe did not run)") {
-    NodeGpuReport r = parse_probe_output(0, "\x7f" "ELF\x02\x01 random \xff bytes\n", "");
+    NodeGpuReport r = parse_probe_output(0,
+                                         "\x7f"
+                                         "ELF\x02\x01 random \xff bytes\n",
+                                         "");
     CHECK(r.status == ProbeStatus::failed);
     CHECK(r.kind == NvsmiErrorKind::garbage);
     CHECK(r.message.find("not framed") != std::string::npos);
@@ -234,7 +242,10 @@ TEST_CASE("gpu::parse_probe_output: output cut off by the caller's cap or deadli
     CHECK(r.warnings.back().find("cut off") != std::string::npos);
   }
   SECTION("during the per-GPU fallback: the GPU being queried is reported truncated (or hung)") {
-    std::string out = cat(kStart, step("all", "", "Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error", 15), step("list", kList2070, "", 0), M, "indices list 0 1\n", step("gpu-0", xml, "", 0), M, "begin gpu-1\no <?xml version=\"1.0\" ?>\n");
+    std::string out =
+        cat(kStart, step("all", "", "Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error", 15),
+            step("list", kList2070, "", 0), M, "indices list 0 1\n", step("gpu-0", xml, "", 0), M,
+            "begin gpu-1\no <?xml version=\"1.0\" ?>\n");
     NodeGpuReport r = parse_probe_output(0, out, "", true);
     CHECK(r.status == ProbeStatus::partial);
     REQUIRE(r.failed_gpus.size() == 1);
@@ -250,8 +261,11 @@ TEST_CASE("gpu::parse_probe_output: output cut off by the caller's cap or deadli
 
 TEST_CASE("gpu::parse_probe_output: warnings that keep the data", "[probe]") {
   SECTION("infoROM corrupted: exit 14 with good XML") {
-    std::string out = cat(kStart, step("all", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"),
-                           "WARNING: infoROM is corrupted at gpu 0000:00:1E.0", 14), step("list", "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)", "", 14), kDone);
+    std::string out =
+        cat(kStart,
+            step("all", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"),
+                 "WARNING: infoROM is corrupted at gpu 0000:00:1E.0", 14),
+            step("list", "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)", "", 14), kDone);
     NodeGpuReport r = parse_probe_output(0, out, "");
     CHECK(r.status == ProbeStatus::ok);
     REQUIRE(r.gpus.size() == 1);
@@ -259,7 +273,8 @@ TEST_CASE("gpu::parse_probe_output: warnings that keep the data", "[probe]") {
     CHECK(r.gpus[0].warnings[0].find("infoROM is corrupted") != std::string::npos);
   }
   SECTION("-L lists a GPU the whole query left out") {
-    std::string list = cat(kList2070, "GPU 2: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ef)\n");
+    std::string list =
+        cat(kList2070, "GPU 2: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ef)\n");
     std::string out = cat(kStart, step("all", fixture(kXml2070), "", 0), step("list", list, "", 0), kDone);
     NodeGpuReport r = parse_probe_output(0, out, "");
     CHECK(r.status == ProbeStatus::partial);
@@ -272,7 +287,9 @@ TEST_CASE("gpu::parse_probe_output: warnings that keep the data", "[probe]") {
         "GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-27b94a00-ed54-5c24-b1fd-1054085de32a)\n"
         "  MIG 3g.20gb     Device  0: (UUID: MIG-11111111-b0cc-5e5c-8e32-eaa8fd067902)\n"
         "  MIG 3g.20gb     Device  1: (UUID: MIG-22222222-b0cc-5e5c-8e32-eaa8fd067902)\n";
-    std::string out = cat(kStart, step("all", fixture("nvidia-smi-xml/netdata__a100-sxm4-40gb-mig__510.47.03__v11.xml"), "", 0), step("list", list, "", 0), kDone);
+    std::string out =
+        cat(kStart, step("all", fixture("nvidia-smi-xml/netdata__a100-sxm4-40gb-mig__510.47.03__v11.xml"), "", 0),
+            step("list", list, "", 0), kDone);
     NodeGpuReport r = parse_probe_output(0, out, "");
     REQUIRE(r.gpus.size() == 1);
     REQUIRE(r.gpus[0].mig.devices.size() == 2);
@@ -346,20 +363,21 @@ TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvi
     return;
   }
   const std::string xml2070 = shell_quote_path(fixture_path(kXml2070));
-  const std::string t4a =
-      shell_quote_path(fixture_path("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"));
-  const std::string t4b =
-      shell_quote_path(fixture_path("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"));
+  const std::string t4a = shell_quote_path(fixture_path("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"));
+  const std::string t4b = shell_quote_path(fixture_path("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"));
   const std::string shells[] = {"/bin/sh", "/bin/dash", "/bin/bash", "/bin/busybox sh"};
 
   SECTION("healthy node: the whole query answers") {
     TempDir dir;
-    dir.fake_nvidia_smi(cat("case \"$*\" in\n"
-                        "  \"-q -x\") cat ", xml2070, " ;;\n"
-                        "  \"-L\") printf 'GPU 0: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ab)\\n"
-                        "GPU 1: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789cd)\\n' ;;\n"
-                        "  *) echo \"fake nvidia-smi: unsupported: $*\" >&2; exit 2 ;;\n"
-                        "esac\n"));
+    dir.fake_nvidia_smi(
+        cat("case \"$*\" in\n"
+            "  \"-q -x\") cat ",
+            xml2070,
+            " ;;\n"
+            "  \"-L\") printf 'GPU 0: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ab)\\n"
+            "GPU 1: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789cd)\\n' ;;\n"
+            "  *) echo \"fake nvidia-smi: unsupported: $*\" >&2; exit 2 ;;\n"
+            "esac\n"));
     for (const std::string& shell : shells) {
       if (!have(shell.substr(0, shell.find(' ')).c_str())) continue;
       INFO(shell);
@@ -385,18 +403,26 @@ TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvi
 
   SECTION("one lost GPU: the whole query fails, the per-index fallback reports the others") {
     TempDir dir;
-    dir.fake_nvidia_smi(cat("case \"$*\" in\n"
-        "  \"-q -x\") echo '<?xml version=\"1.0\" ?>'; echo '<nvidia_smi_log>';"
-        " echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU' >&2;"
-        " exit 15 ;;\n"
-        "  \"-L\") printf 'GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\\n';"
-        " echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU';"
-        " printf 'GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\\n'; exit 15 ;;\n"
-        "  \"-q -x -i 0\"|\"-q -x --id=0\") cat ", t4a, " ;;\n"
-        "  \"-q -x -i 1\"|\"-q -x --id=1\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU'; exit 15 ;;\n"
-        "  \"-q -x -i 2\"|\"-q -x --id=2\") cat ", t4b, " ;;\n"
-        "  *) echo \"fake nvidia-smi: unsupported: $*\" >&2; exit 2 ;;\n"
-        "esac\n"));
+    dir.fake_nvidia_smi(
+        cat("case \"$*\" in\n"
+            "  \"-q -x\") echo '<?xml version=\"1.0\" ?>'; echo '<nvidia_smi_log>';"
+            " echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to "
+            "recover this GPU' >&2;"
+            " exit 15 ;;\n"
+            "  \"-L\") printf 'GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\\n';"
+            " echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to "
+            "recover this GPU';"
+            " printf 'GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\\n'; exit 15 ;;\n"
+            "  \"-q -x -i 0\"|\"-q -x --id=0\") cat ",
+            t4a,
+            " ;;\n"
+            "  \"-q -x -i 1\"|\"-q -x --id=1\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: GPU "
+            "is lost. Reboot the system to recover this GPU'; exit 15 ;;\n"
+            "  \"-q -x -i 2\"|\"-q -x --id=2\") cat ",
+            t4b,
+            " ;;\n"
+            "  *) echo \"fake nvidia-smi: unsupported: $*\" >&2; exit 2 ;;\n"
+            "esac\n"));
     // -L exits 15 here and prints the device-handle error instead of "GPU 1: ...": the script
     // queries indices 0 and 2, and the parser names the missing GPU from -L's error line, its
     // index inferred from the gap.
@@ -415,16 +441,23 @@ TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvi
     CHECK(r.failed_gpus[0].failure.kind == NvsmiErrorKind::gpu_lost);
 
     // The usual case: -L lists every GPU, the broken one fails its own query.
-    dir.fake_nvidia_smi(cat("case \"$*\" in\n"
-        "  \"-q -x\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error' >&2; exit 15 ;;\n"
-        "  \"-L\") printf 'GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\\n"
-        "GPU 1: Tesla T4 (UUID: GPU-11111111-91dd-3774-a5cb-99096249601a)\\n"
-        "GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\\n' ;;\n"
-        "  \"-q -x -i 0\") cat ", t4a, " ;;\n"
-        "  \"-q -x -i 1\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error' >&2; exit 15 ;;\n"
-        "  \"-q -x -i 2\") cat ", t4b, " ;;\n"
-        "  *) exit 2 ;;\n"
-        "esac\n"));
+    dir.fake_nvidia_smi(
+        cat("case \"$*\" in\n"
+            "  \"-q -x\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error' >&2; exit "
+            "15 ;;\n"
+            "  \"-L\") printf 'GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\\n"
+            "GPU 1: Tesla T4 (UUID: GPU-11111111-91dd-3774-a5cb-99096249601a)\\n"
+            "GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\\n' ;;\n"
+            "  \"-q -x -i 0\") cat ",
+            t4a,
+            " ;;\n"
+            "  \"-q -x -i 1\") echo 'Unable to determine the device handle for GPU 0000:02:00.0: Unknown Error' >&2; "
+            "exit 15 ;;\n"
+            "  \"-q -x -i 2\") cat ",
+            t4b,
+            " ;;\n"
+            "  *) exit 2 ;;\n"
+            "esac\n"));
     for (const std::string& shell : shells) {
       if (!have(shell.substr(0, shell.find(' ')).c_str())) continue;
       INFO(shell);

@@ -12,7 +12,6 @@
 #include "gpuctl/gpu/probe.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 
-
 using nlohmann::json;
 using namespace gpuctl;
 using testing::cat;
@@ -41,11 +40,13 @@ json node(const std::string& name, const std::string& ip, int gpus) {
 }
 
 json gpu_pod(const std::string& node_name, int gpus) {
-  return {{"metadata", {{"name", "train-0"}, {"namespace", "ml"}}},
-          {"spec",
-           {{"nodeName", node_name},
-            {"containers", json::array({{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-          {"status", {{"phase", "Running"}}}};
+  return {
+      {"metadata", {{"name", "train-0"}, {"namespace", "ml"}}},
+      {"spec",
+       {{"nodeName", node_name},
+        {"containers",
+         json::array({{{"name", "c"}, {"resources", {{"requests", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+      {"status", {{"phase", "Running"}}}};
 }
 
 json list_of(json items) { return {{"metadata", {{"resourceVersion", "7"}}}, {"items", std::move(items)}}; }
@@ -55,7 +56,8 @@ std::string healthy_2070_transcript() {
   const std::string list =
       "GPU 0: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ab)\n"
       "GPU 1: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789cd)\n";
-  return cat(testing::probe_start(), probe_step("all", fixture("nvidia-smi-xml/telegraf__2x-rtx-2070__590.44.01__v13.xml"), "", 0),
+  return cat(testing::probe_start(),
+             probe_step("all", fixture("nvidia-smi-xml/telegraf__2x-rtx-2070__590.44.01__v13.xml"), "", 0),
              probe_step("list", list, "", 0), testing::probe_done());
 }
 
@@ -64,8 +66,8 @@ struct Fleet {
   testing::FakeSshRunner ssh;
   Fleet() {
     fc.fake->on("GET", "/api/v1/nodes",
-                json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2), node("gpu-b", "10.0.0.2", 2), node("gpu-c", "", 2),
-                                          node("cpu-0", "10.0.0.9", 0)})
+                json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2), node("gpu-b", "10.0.0.2", 2),
+                                          node("gpu-c", "", 2), node("cpu-0", "10.0.0.9", 0)})
                                      .dump()));
     fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of({gpu_pod("gpu-a", 1)}).dump()), kPodSelector);
     ssh.on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));
@@ -145,12 +147,14 @@ TEST_CASE("a named non-GPU node is probed all the same, and a host's broken outp
   CHECK(view->nodes[1].probe.outcome == "ok");
 }
 
-TEST_CASE("gpuctl gpus and nodes --live reach the nodes through the environment's runner with the flags' settings", "[gpus][ssh][cli]") {
+TEST_CASE("gpuctl gpus and nodes --live reach the nodes through the environment's runner with the flags' settings",
+          "[gpus][ssh][cli]") {
   testing::CliHarness cli;
   cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
   cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), kPodSelector);
   cli.ssh().on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));
-  auto r = cli.run({"gpus", "-o", "json", "--ssh-user", "ops", "--ssh-port", "2222", "--ssh-timeout", "9s", "--fanout", "3"});
+  auto r = cli.run(
+      {"gpus", "-o", "json", "--ssh-user", "ops", "--ssh-port", "2222", "--ssh-timeout", "9s", "--fanout", "3"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   json out = json::parse(r.out);

@@ -27,12 +27,15 @@ TEST_CASE("job logs: each started pod is streamed once, oldest first, and failur
   FakeClient fc;
   const std::string pods = "/api/v1/namespaces/ml/pods";
   // First poll: the retry (newer) runs, the first attempt has failed; a third pod still pends.
-  fc.fake->on("GET", pods, json_answer(200, pod_list({pod("train-b", "u2", "Running", "2026-12-03T10:01:00Z"),
-                                                      pod("train-a", "u1", "Failed", "2026-12-03T10:00:00Z"),
-                                                      pod("train-c", "u3", "Pending", "2026-12-03T10:02:00Z")})))
+  fc.fake
+      ->on("GET", pods,
+           json_answer(200, pod_list({pod("train-b", "u2", "Running", "2026-12-03T10:01:00Z"),
+                                      pod("train-a", "u1", "Failed", "2026-12-03T10:00:00Z"),
+                                      pod("train-c", "u3", "Pending", "2026-12-03T10:02:00Z")})))
       // Second poll: nothing new has started.
-      .on("GET", pods, json_answer(200, pod_list({pod("train-b", "u2", "Succeeded", "2026-12-03T10:01:00Z"),
-                                                  pod("train-a", "u1", "Failed", "2026-12-03T10:00:00Z")})));
+      .on("GET", pods,
+          json_answer(200, pod_list({pod("train-b", "u2", "Succeeded", "2026-12-03T10:01:00Z"),
+                                     pod("train-a", "u1", "Failed", "2026-12-03T10:00:00Z")})));
   fc.fake->on("GET", pods + "/train-a/log", json_answer(500, R"({"kind":"Status","status":"Failure",
       "message":"Get \"https://10.0.0.1:10250/containerLogs/ml/train-a/main\": dial tcp: connection refused","code":500})"));
   fc.fake->on("GET", pods + "/train-b/log", gpuctl::testing::FakeAnswer{200, "epoch 1\nepoch 2\n", {}, false});
@@ -57,7 +60,8 @@ TEST_CASE("job logs: each started pod is streamed once, oldest first, and failur
   bool followed_main = false;
   for (const auto& r : fc.fake->requests()) {
     if (r.url.find("/train-b/log") != std::string::npos) {
-      followed_main = r.url.find("follow=true") != std::string::npos && r.url.find("container=main") != std::string::npos;
+      followed_main =
+          r.url.find("follow=true") != std::string::npos && r.url.find("container=main") != std::string::npos;
     }
   }
   CHECK(followed_main);

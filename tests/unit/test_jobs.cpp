@@ -20,26 +20,31 @@ json job(const std::string& ns, const std::string& name, const std::string& gpus
   json resources = gpus.empty() ? json{{"requests", {{"cpu", "1"}}}} : json{{"limits", {{"nvidia.com/gpu", gpus}}}};
   return {{"apiVersion", "batch/v1"},
           {"kind", "Job"},
-          {"metadata", {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}, {"creationTimestamp", "2026-12-02T10:00:00Z"}}},
+          {"metadata",
+           {{"name", name}, {"namespace", ns}, {"uid", "uid-" + name}, {"creationTimestamp", "2026-12-02T10:00:00Z"}}},
           {"spec",
            {{"template", {{"spec", {{"containers", json::array({{{"name", "main"}, {"resources", resources}}})}}}}}}},
           {"status", json::object()}};
 }
 
 json finished(json j, const std::string& type, const std::string& time) {
-  j["status"]["conditions"] = json::array({{{"type", type}, {"status", "True"}, {"reason", type == "Failed" ? "BackoffLimitExceeded" : ""}, {"lastTransitionTime", time}}});
+  j["status"]["conditions"] = json::array({{{"type", type},
+                                            {"status", "True"},
+                                            {"reason", type == "Failed" ? "BackoffLimitExceeded" : ""},
+                                            {"lastTransitionTime", time}}});
   j["status"]["startTime"] = "2026-12-02T10:00:01Z";
   if (type == "Complete") j["status"]["completionTime"] = time;
   return j;
 }
 
 json owned_pod(const std::string& name, const std::string& job_uid, const std::string& phase, const std::string& node) {
-  return {{"metadata",
-           {{"name", name},
-            {"namespace", "team-a"},
-            {"ownerReferences", json::array({{{"kind", "Job"}, {"controller", true}, {"uid", job_uid}, {"name", "x"}}})}}},
-          {"spec", {{"nodeName", node}}},
-          {"status", {{"phase", phase}}}};
+  return {
+      {"metadata",
+       {{"name", name},
+        {"namespace", "team-a"},
+        {"ownerReferences", json::array({{{"kind", "Job"}, {"controller", true}, {"uid", job_uid}, {"name", "x"}}})}}},
+      {"spec", {{"nodeName", node}}},
+      {"status", {{"phase", phase}}}};
 }
 
 std::string list_body(std::vector<json> items) {
@@ -52,7 +57,8 @@ TEST_CASE("ops::build_job_list keeps GPU jobs and gives each its own pods", "[jo
   const auto now = at("2026-12-02T11:00:00Z");
   std::vector<json> jobs = {job("team-a", "train", "2"), job("team-a", "etl", ""), job("team-a", "eval", "1")};
   jobs[0]["status"] = {{"active", 1}, {"ready", 1}, {"startTime", "2026-12-02T10:00:01Z"}};
-  std::vector<json> pods = {owned_pod("train-x", "uid-train", "Running", "gpu-1"), owned_pod("eval-y", "uid-eval", "Pending", ""),
+  std::vector<json> pods = {owned_pod("train-x", "uid-train", "Running", "gpu-1"),
+                            owned_pod("eval-y", "uid-eval", "Pending", ""),
                             owned_pod("etl-z", "uid-etl", "Running", "cpu-1")};
   auto list = ops::build_job_list(jobs, pods, {}, false, now);
   REQUIRE(list.jobs.size() == 2);
@@ -111,12 +117,14 @@ TEST_CASE("ops::clean_verdict removes finished jobs older than --older-than only
   CHECK_FALSE(ops::clean_verdict(failing, milliseconds(0), now).remove);
 }
 
-TEST_CASE("ops::plan_job_clean and ops::delete_jobs: Background propagation, uid precondition, partial failure", "[jobs]") {
+TEST_CASE("ops::plan_job_clean and ops::delete_jobs: Background propagation, uid precondition, partial failure",
+          "[jobs]") {
   const auto now = at("2026-12-02T12:00:00Z");
   std::vector<json> jobs = {finished(job("team-a", "b-done", "1"), "Complete", "2026-12-02T10:00:00Z"),
                             finished(job("team-a", "a-failed", "1"), "Failed", "2026-12-02T10:00:00Z"),
                             finished(job("team-a", "cpu-done", ""), "Complete", "2026-12-02T10:00:00Z"),
-                            job("team-a", "pending", "8"), finished(job("team-a", "gone", "1"), "Complete", "2026-12-02T10:00:00Z")};
+                            job("team-a", "pending", "8"),
+                            finished(job("team-a", "gone", "1"), "Complete", "2026-12-02T10:00:00Z")};
   auto plan = ops::plan_job_clean(jobs, std::chrono::milliseconds(0), false, now);
   REQUIRE(plan.remove.size() == 3);
   CHECK(plan.remove[0].name == "a-failed");
@@ -127,19 +135,29 @@ TEST_CASE("ops::plan_job_clean and ops::delete_jobs: Background propagation, uid
   CHECK(plan.keep[0].phase == "Pending");
   CHECK(ops::plan_job_clean(jobs, std::chrono::milliseconds(0), true, now).remove.size() == 4);
 
-  CHECK(ops::job_delete_options(plan.remove[0]) ==
-        json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"propagationPolicy", "Background"}, {"preconditions", {{"uid", "uid-a-failed"}}}});
+  CHECK(ops::job_delete_options(plan.remove[0]) == json{{"apiVersion", "v1"},
+                                                        {"kind", "DeleteOptions"},
+                                                        {"propagationPolicy", "Background"},
+                                                        {"preconditions", {{"uid", "uid-a-failed"}}}});
 
   CHECK(ops::job_delete_options(plan.remove[0], true)["dryRun"] == json::array({"All"}));
 
   FakeClient fc;
-  fc.fake->on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/a-failed",
-              json_answer(403, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"jobs.batch \"a-failed\" is forbidden: User \"bob\" cannot delete resource \"jobs\"","reason":"Forbidden","code":403})"));
-  fc.fake->on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/b-done", json_answer(200, R"({"kind":"Job","apiVersion":"batch/v1"})"));
-  fc.fake->on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/gone",
-              json_answer(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"jobs.batch \"gone\" not found","reason":"NotFound","code":404})"));
+  fc.fake->on(
+      "DELETE", "/apis/batch/v1/namespaces/team-a/jobs/a-failed",
+      json_answer(
+          403,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"jobs.batch \"a-failed\" is forbidden: User \"bob\" cannot delete resource \"jobs\"","reason":"Forbidden","code":403})"));
+  fc.fake->on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/b-done",
+              json_answer(200, R"({"kind":"Job","apiVersion":"batch/v1"})"));
+  fc.fake->on(
+      "DELETE", "/apis/batch/v1/namespaces/team-a/jobs/gone",
+      json_answer(
+          404,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"jobs.batch \"gone\" not found","reason":"NotFound","code":404})"));
   std::vector<std::string> done;
-  auto result = ops::delete_jobs(*fc.client, plan.remove, {}, [&](const ops::CleanOutcome& o) { done.push_back(o.target.name); });
+  auto result =
+      ops::delete_jobs(*fc.client, plan.remove, {}, [&](const ops::CleanOutcome& o) { done.push_back(o.target.name); });
   CHECK(done == std::vector<std::string>{"a-failed", "b-done", "gone"});  // the failure did not stop the others
   CHECK(result.deleted == 1);
   CHECK(result.gone == 1);
@@ -154,11 +172,14 @@ TEST_CASE("cli: gpuctl jobs lists GPU jobs as a table and as GPUJobList", "[jobs
   CliHarness h;
   json failed = finished(job("team-a", "train", "4"), "Failed", "2026-12-02T10:10:00Z");
   json pod = owned_pod("train-1", "uid-train", "Failed", "gpu-7");
-  pod["status"]["containerStatuses"] = json::array({{{"name", "main"}, {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}});
+  pod["status"]["containerStatuses"] =
+      json::array({{{"name", "main"}, {"state", {{"terminated", {{"exitCode", 3}, {"reason", "Error"}}}}}}});
   auto serve = [&] {
-    h.fake().on("GET", "/apis/batch/v1/namespaces/team-a/jobs", json_answer(200, list_body({failed, job("team-a", "etl", "")})));
+    h.fake().on("GET", "/apis/batch/v1/namespaces/team-a/jobs",
+                json_answer(200, list_body({failed, job("team-a", "etl", "")})));
     h.fake().on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, list_body({pod})));
-    h.fake().on("GET", "/api/v1/namespaces/team-a/events", json_answer(200, list_body({})), "involvedObject.kind%3DJob");
+    h.fake().on("GET", "/api/v1/namespaces/team-a/events", json_answer(200, list_body({})),
+                "involvedObject.kind%3DJob");
   };
   serve();
   auto r = h.run({"jobs", "-n", "team-a"});
@@ -194,7 +215,8 @@ TEST_CASE("cli: gpuctl jobs -A lists every namespace with a NAMESPACE column", "
 TEST_CASE("cli: gpuctl jobs clean deletes finished jobs, dry runs delete nothing", "[jobs][cli]") {
   CliHarness h;
   std::vector<json> jobs = {finished(job("team-a", "done", "1"), "Complete", "2026-12-01T10:00:00Z"),
-                            finished(job("team-a", "broken", "1"), "Failed", "2026-12-01T10:00:00Z"), job("team-a", "waiting", "16")};
+                            finished(job("team-a", "broken", "1"), "Failed", "2026-12-01T10:00:00Z"),
+                            job("team-a", "waiting", "16")};
   SECTION("--dry-run sends no DELETE") {
     h.fake().on("GET", "/apis/batch/v1/namespaces/team-a/jobs", json_answer(200, list_body(jobs)));
     auto r = h.run({"jobs", "clean", "-n", "team-a", "--dry-run"});
@@ -202,7 +224,8 @@ TEST_CASE("cli: gpuctl jobs clean deletes finished jobs, dry runs delete nothing
     CHECK(h.fake().count("DELETE") == 0);
     CHECK(r.out.find("job team-a/broken would be deleted with its pods: Failed ") != std::string::npos);
     CHECK(r.out.find("job team-a/waiting kept: not finished (Pending)") != std::string::npos);
-    CHECK(r.out.find("2 finished jobs would be deleted (dry run), 1 kept (not finished or too recent).") != std::string::npos);
+    CHECK(r.out.find("2 finished jobs would be deleted (dry run), 1 kept (not finished or too recent).") !=
+          std::string::npos);
   }
   SECTION("--dry-run=server sends dryRun=All") {
     h.fake().on("GET", "/apis/batch/v1/namespaces/team-a/jobs", json_answer(200, list_body(jobs)));
@@ -219,8 +242,11 @@ TEST_CASE("cli: gpuctl jobs clean deletes finished jobs, dry runs delete nothing
   }
   SECTION("a failed delete is named and makes the exit code 1") {
     h.fake().on("GET", "/apis/batch/v1/namespaces/team-a/jobs", json_answer(200, list_body(jobs)));
-    h.fake().on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/broken",
-                json_answer(500, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcdserver: request timed out","code":500})"));
+    h.fake().on(
+        "DELETE", "/apis/batch/v1/namespaces/team-a/jobs/broken",
+        json_answer(
+            500,
+            R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"etcdserver: request timed out","code":500})"));
     h.fake().on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/done", json_answer(200, "{}"));
     auto r = h.run({"jobs", "clean", "-n", "team-a"});
     CHECK(r.exit_code == 1);

@@ -128,14 +128,17 @@ TEST_CASE("kubeconfig: unparseable files are errors that name the file", "[kubec
         "kubeconfig " + list + ": not a kubeconfig: expected a mapping at the top level, got a list");
 
   const std::string kind = dir.write("kind.yaml", "apiVersion: v1\nkind: Pod\n");
-  CHECK(expect_error(only_file(kind)) == "kubeconfig " + kind + ": kind: \"Pod\" is not a kubeconfig (want kind: Config)");
+  CHECK(expect_error(only_file(kind)) ==
+        "kubeconfig " + kind + ": kind: \"Pod\" is not a kubeconfig (want kind: Config)");
 
-  const std::string dup = dir.write("dup.yaml", "clusters:\n- name: a\n  cluster: {server: https://a}\n- name: a\n  "
-                                                "cluster: {server: https://b}\n");
+  const std::string dup = dir.write("dup.yaml",
+                                    "clusters:\n- name: a\n  cluster: {server: https://a}\n- name: a\n  "
+                                    "cluster: {server: https://b}\n");
   CHECK(expect_error(only_file(dup)) == "kubeconfig " + dup + ": cluster \"a\": defined twice in clusters");
 
   const std::string typed = dir.write("typed.yaml", single("    server: [a, b]\n", "    token: t\n"));
-  CHECK(expect_error(only_file(typed)) == "kubeconfig " + typed + ": cluster \"c\": server: expected a string, got a list");
+  CHECK(expect_error(only_file(typed)) ==
+        "kubeconfig " + typed + ": cluster \"c\": server: expected a string, got a list");
 
   const std::string flag = dir.write("flag.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: maybe\n", ""));
   CHECK(expect_error(only_file(flag)) ==
@@ -223,16 +226,18 @@ users:
 TEST_CASE("kubeconfig: files the selected user or cluster names must be readable", "[kubeconfig]") {
   TempDir dir;
   const std::string key = dir.str() + "/k.pem";
-  const std::string config = dir.write("config", single(kHttpsServer, "    client-certificate-data: " +
-                                                                         gpuctl_test::kFakeCertB64 +
-                                                                         "\n    client-key: k.pem\n"));
-  CHECK(expect_error(only_file(config)) == "kubeconfig " + config + ": context \"ctx\": user \"u\": client-key: cannot read " +
-                                               key + ": No such file or directory");
+  const std::string config = dir.write(
+      "config",
+      single(kHttpsServer, "    client-certificate-data: " + gpuctl_test::kFakeCertB64 + "\n    client-key: k.pem\n"));
+  CHECK(expect_error(only_file(config)) == "kubeconfig " + config +
+                                               ": context \"ctx\": user \"u\": client-key: cannot read " + key +
+                                               ": No such file or directory");
 
   const std::string token = dir.write("token-config", single(kHttpsServer, "    tokenFile: /nonexistent/token\n"));
-  CHECK(expect_error(only_file(token)) == "kubeconfig " + token +
-                                              ": context \"ctx\": user \"u\": tokenFile: cannot read /nonexistent/token: "
-                                              "No such file or directory");
+  CHECK(expect_error(only_file(token)) ==
+        "kubeconfig " + token +
+            ": context \"ctx\": user \"u\": tokenFile: cannot read /nonexistent/token: "
+            "No such file or directory");
 }
 
 // --- selection and namespaces ---
@@ -255,12 +260,15 @@ contexts:
             "two, three, four)");
   CHECK(expect_loads(only_file(no_current, "one")).bearer_token == "t");
   CHECK(expect_error(only_file(no_current, "two")) ==
-        "kubeconfig " + no_current + ": context \"two\": cluster \"missing-cluster\" does not exist; available clusters: c");
+        "kubeconfig " + no_current +
+            ": context \"two\": cluster \"missing-cluster\" does not exist; available clusters: c");
   CHECK(expect_error(only_file(no_current, "three")) ==
         "kubeconfig " + no_current + ": context \"three\": user \"missing-user\" does not exist; available users: u");
-  CHECK(expect_error(only_file(no_current, "four")) == "kubeconfig " + no_current + ": context \"four\": cluster is not set");
+  CHECK(expect_error(only_file(no_current, "four")) ==
+        "kubeconfig " + no_current + ": context \"four\": cluster is not set");
 
-  const std::string dangling = dir.write("dangling.yaml", "current-context: gone\ncontexts:\n- {name: here, context: {cluster: c}}\n");
+  const std::string dangling =
+      dir.write("dangling.yaml", "current-context: gone\ncontexts:\n- {name: here, context: {cluster: c}}\n");
   CHECK(expect_error(only_file(dangling)) ==
         "kubeconfig " + dangling + ": current-context \"gone\" does not exist; available contexts: here");
 
@@ -268,8 +276,9 @@ contexts:
   for (int i = 0; i < 12; ++i) many += "- {name: ctx-" + std::to_string(i) + ", context: {cluster: c}}\n";
   const std::string long_list = dir.write("many.yaml", many);
   CHECK(expect_error(only_file(long_list, "nope")) ==
-        "kubeconfig " + long_list + ": context \"nope\" does not exist (--context); 12 contexts are defined (list them with "
-                            "kubectl config get-contexts)");
+        "kubeconfig " + long_list +
+            ": context \"nope\" does not exist (--context); 12 contexts are defined (list them with "
+            "kubectl config get-contexts)");
 }
 
 TEST_CASE("kubeconfig: namespace is --namespace, else the context's, else default", "[kubeconfig]") {
@@ -288,23 +297,24 @@ TEST_CASE("kubeconfig: namespace is --namespace, else the context's, else defaul
 
 TEST_CASE("kubeconfig: a CA together with insecure-skip-tls-verify is refused", "[kubeconfig]") {
   TempDir dir;
-  const std::string data = dir.write("data.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" +
-                                                             "    certificate-authority-data: " + gpuctl_test::kFakeCaB64 + "\n",
-                                                         "    token: t\n"));
+  const std::string data =
+      dir.write("data.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" +
+                                        "    certificate-authority-data: " + gpuctl_test::kFakeCaB64 + "\n",
+                                    "    token: t\n"));
   CHECK(expect_error(only_file(data)) == "kubeconfig " + data +
                                              ": context \"ctx\": cluster \"c\": insecure-skip-tls-verify: specifying a "
                                              "root certificates file with the insecure flag is not allowed");
   dir.write("ca.pem", gpuctl_test::kFakeCaPem);
-  const std::string file = dir.write("file.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" +
-                                                             "    certificate-authority: ca.pem\n",
-                                                         "    token: t\n"));
+  const std::string file = dir.write(
+      "file.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" + "    certificate-authority: ca.pem\n",
+                          "    token: t\n"));
   CHECK_THAT(expect_error(only_file(file)),
              Contains("specifying a root certificates file with the insecure flag is not allowed"));
 
-  const std::string insecure = dir.write("insecure.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" +
-                                                                     "    tls-server-name: api.internal\n" +
-                                                                     "    disable-compression: true\n",
-                                                                 "    token: t\n"));
+  const std::string insecure =
+      dir.write("insecure.yaml", single(kHttpsServer + "    insecure-skip-tls-verify: true\n" +
+                                            "    tls-server-name: api.internal\n" + "    disable-compression: true\n",
+                                        "    token: t\n"));
   auto rc = expect_loads(only_file(insecure));
   CHECK(rc.insecure_skip_tls_verify);
   CHECK(rc.ca_pem.empty());
@@ -324,8 +334,9 @@ TEST_CASE("kubeconfig: proxy-url accepts http, https and socks5 only", "[kubecon
   CHECK(expect_loads(with_proxy("HTTP://proxy:3128")).proxy_url == "HTTP://proxy:3128");
 
   CHECK(expect_error(with_proxy("ftp://proxy:21")) ==
-        "kubeconfig " + dir.str() + "/p.yaml: context \"ctx\": cluster \"c\": proxy-url: invalid 'proxy-url' "
-                                    "\"ftp://proxy:21\": unsupported scheme \"ftp\", must be http, https, or socks5");
+        "kubeconfig " + dir.str() +
+            "/p.yaml: context \"ctx\": cluster \"c\": proxy-url: invalid 'proxy-url' "
+            "\"ftp://proxy:21\": unsupported scheme \"ftp\", must be http, https, or socks5");
   CHECK_THAT(expect_error(with_proxy("socks5h://proxy:1080")), Contains("unsupported scheme \"socks5h\""));
   // Without "//", Go's url.Parse reads "proxy.example.com" as the scheme.
   CHECK_THAT(expect_error(with_proxy("proxy.example.com:3128")), Contains("unsupported scheme \"proxy.example.com\""));
@@ -345,7 +356,8 @@ TEST_CASE("kubeconfig: the server URL", "[kubeconfig]") {
   auto bare = expect_loads(with_server("10.0.0.1:6443"));
   CHECK(bare.server == "http://10.0.0.1:6443");
   CHECK(bare.bearer_token.empty());
-  CHECK(expect_error(with_server("\"\"")) == "kubeconfig " + dir.str() + "/s.yaml: context \"ctx\": cluster \"c\": server: no server defined");
+  CHECK(expect_error(with_server("\"\"")) ==
+        "kubeconfig " + dir.str() + "/s.yaml: context \"ctx\": cluster \"c\": server: no server defined");
   CHECK_THAT(expect_error(with_server("ftp://x")), Contains("server: unsupported protocol scheme \"ftp\""));
   CHECK_THAT(expect_error(with_server("https://")), Contains("server: no host in \"https://\""));
 }
@@ -393,36 +405,42 @@ TEST_CASE("kubeconfig: user validation follows client-go", "[kubeconfig]") {
   CHECK(user_error("    client-key-data: " + gpuctl_test::kFakeKeyB64 + "\n") ==
         prefix + "client-certificate-data or client-certificate must be specified to use client-key");
   CHECK(user_error("    as-groups: [system:masters]\n") ==
-        prefix + "as-uid, as-groups and as-user-extra need as: requesting uid, groups or user-extra without "
-                 "impersonating a user");
+        prefix +
+            "as-uid, as-groups and as-user-extra need as: requesting uid, groups or user-extra without "
+            "impersonating a user");
   CHECK_THAT(user_error("    as-uid: \"1000\"\n"), Contains("without impersonating a user"));
   CHECK_THAT(user_error("    as-user-extra: {scopes: [view]}\n"), Contains("without impersonating a user"));
   CHECK(user_error("    auth-provider: {name: oidc}\n    exec: {apiVersion: client.authentication.k8s.io/v1beta1, "
                    "command: kubelogin}\n") ==
         prefix + "auth-provider cannot be provided in combination with an exec plugin: keep one");
-  CHECK(user_error("    client-certificate-data: " + gpuctl_test::kFakeCertB64 + "\n    client-key-data: bm90IGEga2V5\n") ==
+  CHECK(user_error("    client-certificate-data: " + gpuctl_test::kFakeCertB64 +
+                   "\n    client-key-data: bm90IGEga2V5\n") ==
         prefix + "client-key-data: tls: failed to find any PEM data in key input");
-  CHECK(user_error("    client-certificate-data: bm90IGEgY2VydA==\n    client-key-data: " + gpuctl_test::kFakeKeyB64 + "\n") ==
-        prefix + "client-certificate-data: tls: failed to find any PEM data in certificate input");
+  CHECK(user_error("    client-certificate-data: bm90IGEgY2VydA==\n    client-key-data: " + gpuctl_test::kFakeKeyB64 +
+                   "\n") == prefix + "client-certificate-data: tls: failed to find any PEM data in certificate input");
 }
 
 TEST_CASE("kubeconfig: auth-provider is refused with a pointer to exec plugins", "[kubeconfig]") {
   TempDir dir;
   auto provider_error = [&](const std::string& name) {
-    return expect_error(only_file(dir.write("a.yaml", single(kHttpsServer, "    auth-provider:\n      name: " + name + "\n"))));
+    return expect_error(
+        only_file(dir.write("a.yaml", single(kHttpsServer, "    auth-provider:\n      name: " + name + "\n"))));
   };
   const std::string prefix = "kubeconfig " + dir.str() + "/a.yaml: context \"ctx\": user \"u\": ";
-  CHECK_THAT(provider_error("gcp"), StartsWith(prefix + "auth-provider \"gcp\": The gcp auth plugin has been removed."));
+  CHECK_THAT(provider_error("gcp"),
+             StartsWith(prefix + "auth-provider \"gcp\": The gcp auth plugin has been removed."));
   CHECK(provider_error("azure") ==
-        prefix + "auth-provider \"azure\": The azure auth plugin has been removed. Please use the "
-                 "https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead. See "
-                 "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins "
-                 "for further details");
+        prefix +
+            "auth-provider \"azure\": The azure auth plugin has been removed. Please use the "
+            "https://github.com/Azure/kubelogin kubectl/client-go credential plugin instead. See "
+            "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins "
+            "for further details");
   CHECK_THAT(provider_error("oidc"), Contains("auth-provider \"oidc\" is not supported by gpuctl"));
   CHECK(provider_error("openstack") ==
-        prefix + "auth-provider \"openstack\": no Auth Provider found for name \"openstack\"; gpuctl supports exec "
-                 "credential plugins instead (e.g. gke-gcloud-auth-plugin, kubelogin; see "
-                 "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins)");
+        prefix +
+            "auth-provider \"openstack\": no Auth Provider found for name \"openstack\"; gpuctl supports exec "
+            "credential plugins instead (e.g. gke-gcloud-auth-plugin, kubelogin; see "
+            "https://kubernetes.io/docs/reference/access-authn-authz/authentication/#client-go-credential-plugins)");
 }
 
 TEST_CASE("kubeconfig: exec configuration is validated", "[kubeconfig]") {
@@ -433,7 +451,8 @@ TEST_CASE("kubeconfig: exec configuration is validated", "[kubeconfig]") {
   const std::string prefix = "kubeconfig " + dir.str() + "/e.yaml: context \"ctx\": user \"u\": ";
 
   CHECK(expect_error(load_exec("      apiVersion: client.authentication.k8s.io/v1\n      command: p\n")) ==
-        prefix + "exec.interactiveMode must be specified to use an exec credential plugin (Never, IfAvailable or Always)");
+        prefix +
+            "exec.interactiveMode must be specified to use an exec credential plugin (Never, IfAvailable or Always)");
   CHECK(expect_error(load_exec("      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
                                "      interactiveMode: Sometimes\n")) ==
         prefix + "exec.interactiveMode: invalid interactiveMode \"Sometimes\" (want Never, IfAvailable or Always)");
@@ -444,12 +463,14 @@ TEST_CASE("kubeconfig: exec configuration is validated", "[kubeconfig]") {
         prefix + "exec.env[0].name must be specified");
   CHECK(expect_error(load_exec("      apiVersion: client.authentication.k8s.io/v2\n      command: p\n"
                                "      interactiveMode: Never\n")) ==
-        prefix + "exec.apiVersion: exec plugin: invalid apiVersion \"client.authentication.k8s.io/v2\" (supported: "
-                 "client.authentication.k8s.io/v1, client.authentication.k8s.io/v1beta1)");
+        prefix +
+            "exec.apiVersion: exec plugin: invalid apiVersion \"client.authentication.k8s.io/v2\" (supported: "
+            "client.authentication.k8s.io/v1, client.authentication.k8s.io/v1beta1)");
 
-  auto rc = expect_loads(load_exec("      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
-                                   "      interactiveMode: Always\n      args: [\"a b\", \"--x=1\"]\n"
-                                   "      env:\n      - {name: A, value: \"1\"}\n      - {name: B}\n"));
+  auto rc =
+      expect_loads(load_exec("      apiVersion: client.authentication.k8s.io/v1\n      command: p\n"
+                             "      interactiveMode: Always\n      args: [\"a b\", \"--x=1\"]\n"
+                             "      env:\n      - {name: A, value: \"1\"}\n      - {name: B}\n"));
   REQUIRE(rc.exec.has_value());
   CHECK(rc.exec->interactive_mode == "Always");
   CHECK(rc.exec->args == std::vector<std::string>{"a b", "--x=1"});
@@ -494,8 +515,8 @@ TEST_CASE("kubeconfig: a token and a tokenFile: the token first, the file path k
 
 TEST_CASE("kubeconfig: over plain http no credentials or TLS settings are used, as in kubectl", "[kubeconfig]") {
   TempDir dir;
-  const std::string file = dir.write("h.yaml", single("    server: http://127.0.0.1:8001\n    tls-server-name: x\n",
-                                                      "    token: t\n    as: jane\n"));
+  const std::string file = dir.write(
+      "h.yaml", single("    server: http://127.0.0.1:8001\n    tls-server-name: x\n", "    token: t\n    as: jane\n"));
   auto rc = expect_loads(only_file(file));
   CHECK(rc.server == "http://127.0.0.1:8001");
   CHECK(rc.bearer_token.empty());

@@ -129,7 +129,9 @@ TEST_CASE("kubeconfig fixture: fabric8 file with every user field", "[kubeconfig
               "this too): keep one; "
               "user \"the-user\": client-key-data and client-key are both specified (kubectl refuses this too): keep "
               "one; "
-              "user \"the-user\": client-certificate: cannot read " + d + "/client.crt: No such file or directory; "
+              "user \"the-user\": client-certificate: cannot read " +
+              d +
+              "/client.crt: No such file or directory; "
               "user \"the-user\": client-key: cannot read /absolute/path/client.key: No such file or directory; "
               "user \"the-user\": exec.apiVersion must be specified to use an exec credential plugin; "
               "user \"the-user\": exec.interactiveMode must be specified to use an exec credential plugin (Never, "
@@ -138,7 +140,8 @@ TEST_CASE("kubeconfig fixture: fabric8 file with every user field", "[kubeconfig
               "allowed; "
               "cluster \"the-cluster\": certificate-authority-data and certificate-authority are both specified "
               "(kubectl refuses this too): keep one; "
-              "cluster \"the-cluster\": certificate-authority: cannot read " + d + "/ca.crt: No such file or directory");
+              "cluster \"the-cluster\": certificate-authority: cannot read " +
+              d + "/ca.crt: No such file or directory");
   }
 }
 
@@ -159,7 +162,8 @@ TEST_CASE("kubeconfig fixture: fabric8 legacy gcp auth-provider", "[kubeconfig]"
     dir.write("testns/ca.pem", gpuctl_test::kFakeCaPem);
     std::string message = expect_error(only_file(copy));
     // kubectl__gcp-auth-plugin-removed.txt, on one line.
-    std::string kubectl = read_file(std::string(GPUCTL_FIXTURES_DIR) + "/k8s-errors/kubectl__gcp-auth-plugin-removed.txt");
+    std::string kubectl =
+        read_file(std::string(GPUCTL_FIXTURES_DIR) + "/k8s-errors/kubectl__gcp-auth-plugin-removed.txt");
     kubectl = replace_all(gpuctl_test::replace_all(kubectl, "error: ", ""), "\n", " ");
     while (!kubectl.empty() && kubectl.back() == ' ') kubectl.pop_back();
     CHECK(message == "kubeconfig " + copy + ": context \"production/172-28-128-4:8443/mmosley\": user \"mmosley\": " +
@@ -184,13 +188,14 @@ TEST_CASE("kubeconfig fixture: fabric8 exec v1 with env", "[kubeconfig]") {
   // v1 has no interactiveMode default: kubectl says "interactiveMode must be specified for test
   // to use exec authentication plugin".
   CHECK(expect_error(only_file(file)) ==
-        "kubeconfig " + file + ": context \"test\": user \"test\": exec.interactiveMode must be specified to use an "
-                               "exec credential plugin (Never, IfAvailable or Always)");
+        "kubeconfig " + file +
+            ": context \"test\": user \"test\": exec.interactiveMode must be specified to use an "
+            "exec credential plugin (Never, IfAvailable or Always)");
 
   SECTION("with interactiveMode set") {
     TempDir dir;
-    const std::string copy =
-        copy_fixture(dir, name, "      command: ./token-generator", "      command: ./token-generator\n      interactiveMode: Never");
+    const std::string copy = copy_fixture(dir, name, "      command: ./token-generator",
+                                          "      command: ./token-generator\n      interactiveMode: Never");
     auto rc = expect_loads(only_file(copy));
     CHECK(rc.server == "https://wherever");
     REQUIRE(rc.exec.has_value());
@@ -208,8 +213,9 @@ TEST_CASE("kubeconfig fixture: fabric8 merge config 1 (tokens, basic auth, proxi
   const std::string file = fixture("fabric8__merge-config-1-multi-context-token-basic.yaml");
   // The current context's user has a token and basic auth at once.
   CHECK(expect_error(only_file(file)) ==
-        "kubeconfig " + file + ": context \"context-in-all-configs\": user \"config-1-user\": more than one "
-                               "authentication method found; found [token basicAuth], only one is allowed");
+        "kubeconfig " + file +
+            ": context \"context-in-all-configs\": user \"config-1-user\": more than one "
+            "authentication method found; found [token basicAuth], only one is allowed");
 
   auto rc = expect_loads(only_file(file, "config-1-context-2"));
   CHECK(rc.server == "https://config-1-2.example.com");
@@ -271,9 +277,11 @@ TEST_CASE("kubeconfig fixture: users fragment with a gcp auth-provider and elide
   CHECK(rc.bearer_token.empty());
 
   std::string gcp = expect_error(kubeconfig_env(copy + ":" + clusters, "gke-auth-provider"));
-  CHECK_THAT(gcp, StartsWith("kubeconfig " + copy + ": context \"gke-auth-provider\": user "
-                             "\"gke_kore3-etri-cloudbarista_asia-northeast3_certificate-cluster\": auth-provider \"gcp\": "
-                             "The gcp auth plugin has been removed."));
+  CHECK_THAT(gcp,
+             StartsWith("kubeconfig " + copy +
+                        ": context \"gke-auth-provider\": user "
+                        "\"gke_kore3-etri-cloudbarista_asia-northeast3_certificate-cluster\": auth-provider \"gcp\": "
+                        "The gcp auth plugin has been removed."));
   CHECK_THAT(gcp, Contains("Please use the \"gke-gcloud-auth-plugin\" kubectl/client-go credential plugin instead."));
 }
 
@@ -303,10 +311,11 @@ TEST_CASE("kubeconfig fixture: kubectl config view output with DATA+OMITTED", "[
   const std::string file = fixture("issue__kubectl-config-view-data-omitted-basic-user.yaml");
   // "DATA+OMITTED" happens to be valid base64; kubectl then fails building the transport.
   CHECK(expect_error(only_file(file)) ==
-        "kubeconfig " + file + ": context \"my-cluster-jenkins\": cluster \"my-cluster\": certificate-authority-data: "
-                               "unable to load root certificates: unable to parse bytes as PEM block (the data was "
-                               "omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view "
-                               "--raw\")");
+        "kubeconfig " + file +
+            ": context \"my-cluster-jenkins\": cluster \"my-cluster\": certificate-authority-data: "
+            "unable to load root certificates: unable to parse bytes as PEM block (the data was "
+            "omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view "
+            "--raw\")");
 
   TempDir dir;
   const std::string copy = copy_fixture(dir, "issue__kubectl-config-view-data-omitted-basic-user.yaml", "DATA+OMITTED",
@@ -343,12 +352,14 @@ TEST_CASE("kubeconfig fixture: k8s-client-js empty users", "[kubeconfig]") {
     TempDir dir;
     const std::string copy = copy_fixture(dir, "k8s-client-js__empty-user-kubeconfig.yaml", "http://", "https://");
     CHECK(expect_error(only_file(copy)) ==
-          "kubeconfig " + copy + ": context \"context2\": cluster \"cluster2\": insecure-skip-tls-verify: specifying "
-                                 "a root certificates file with the insecure flag is not allowed");
+          "kubeconfig " + copy +
+              ": context \"context2\": cluster \"cluster2\": insecure-skip-tls-verify: specifying "
+              "a root certificates file with the insecure flag is not allowed");
     // "Q0FEQVRB" is "CADATA": not PEM.
     CHECK(expect_error(only_file(copy, "context1")) ==
-          "kubeconfig " + copy + ": context \"context1\": cluster \"cluster1\": certificate-authority-data: unable to "
-                                 "load root certificates: unable to parse bytes as PEM block");
+          "kubeconfig " + copy +
+              ": context \"context1\": cluster \"cluster1\": certificate-authority-data: unable to "
+              "load root certificates: unable to parse bytes as PEM block");
   }
 }
 
@@ -364,8 +375,9 @@ TEST_CASE("kubeconfig fixture: k8s-client-js kubeconfig-2 (trailing whitespace, 
   TempDir dir;
   const std::string copy = copy_fixture(dir, "k8s-client-js__kubeconfig-2.yaml", "http://", "https://");
   CHECK(expect_error(only_file(copy)) ==
-        "kubeconfig " + copy + ": context \"contextA\": cluster \"clusterA\": certificate-authority-data: unable to "
-                               "load root certificates: unable to parse bytes as PEM block");
+        "kubeconfig " + copy +
+            ": context \"contextA\": cluster \"clusterA\": certificate-authority-data: unable to "
+            "load root certificates: unable to parse bytes as PEM block");
 }
 
 TEST_CASE("kubeconfig fixture: k8s-client-js proxy-url", "[kubeconfig]") {
@@ -381,12 +393,14 @@ TEST_CASE("kubeconfig fixture: k8s-client-js proxy-url", "[kubeconfig]") {
 
   // clusterB is https with CA data "CADAT@": the transport cannot use it.
   CHECK(expect_error(only_file(file, "contextB")) ==
-        "kubeconfig " + file + ": context \"contextB\": cluster \"clusterB\": certificate-authority-data: unable to "
-                               "load root certificates: unable to parse bytes as PEM block");
+        "kubeconfig " + file +
+            ": context \"contextB\": cluster \"clusterB\": certificate-authority-data: unable to "
+            "load root certificates: unable to parse bytes as PEM block");
   // clusterD's server has the deliberately wrong scheme "htto".
   CHECK(expect_error(only_file(file, "contextD")) ==
-        "kubeconfig " + file + ": context \"contextD\": cluster \"clusterD\": server: unsupported protocol scheme "
-                               "\"htto\" in \"htto://exampleerror.com\" (want https://)");
+        "kubeconfig " + file +
+            ": context \"contextD\": cluster \"clusterD\": server: unsupported protocol scheme "
+            "\"htto\" in \"htto://exampleerror.com\" (want https://)");
   auto e = expect_loads(only_file(file, "contextE"));
   CHECK(e.server == "http://exampleerror.com");
   CHECK(e.proxy_url.empty());
@@ -446,6 +460,7 @@ TEST_CASE("kubeconfig fixture: k8s-client-js tls-server-name", "[kubeconfig]") {
 
   const std::string insecure = dir.write("insecure.yaml", text);
   CHECK(expect_error(only_file(insecure)) ==
-        "kubeconfig " + insecure + ": context \"context\": cluster \"cluster\": insecure-skip-tls-verify: specifying "
-                                   "a root certificates file with the insecure flag is not allowed");
+        "kubeconfig " + insecure +
+            ": context \"context\": cluster \"cluster\": insecure-skip-tls-verify: specifying "
+            "a root certificates file with the insecure flag is not allowed");
 }

@@ -19,11 +19,11 @@ json taints(std::vector<json> list) { return json(std::move(list)); }
 
 TEST_CASE("qualified names, label values and node names follow apimachinery's rules", "[node-admin]") {
   // From k8s.io/apimachinery/pkg/util/validation's TestIsQualifiedName.
-  for (const char* good : {"simple", "now-with-dashes", "1-starts-with-num", "1234", "simple/simple",
-                           "now-with-dashes/simple", "now-with-dashes/now-with-dashes", "now.with.dots/simple",
-                           "now-with.dashes-and.dots/simple", "1-num.2-num/3-num", "1234/5678", "1.2.3.4/5678",
-                           "Uppercase_Is_OK_123", "example.com/Uppercase_Is_OK_123", "requests.storage-foo",
-                           "nvidia.com/gpu.product"}) {
+  for (const char* good :
+       {"simple", "now-with-dashes", "1-starts-with-num", "1234", "simple/simple", "now-with-dashes/simple",
+        "now-with-dashes/now-with-dashes", "now.with.dots/simple", "now-with.dashes-and.dots/simple",
+        "1-num.2-num/3-num", "1234/5678", "1.2.3.4/5678", "Uppercase_Is_OK_123", "example.com/Uppercase_Is_OK_123",
+        "requests.storage-foo", "nvidia.com/gpu.product"}) {
     CAPTURE(good);
     CHECK(ops::qualified_name_problem(good).empty());
   }
@@ -37,8 +37,8 @@ TEST_CASE("qualified names, label values and node names follow apimachinery's ru
   CHECK(ops::qualified_name_problem(std::string(64, 'a')) == "name part must be no more than 63 characters (has 64)");
   CHECK_FALSE(ops::qualified_name_problem(std::string(254, 'a') + "/abc").empty());
 
-  for (const char* good : {"", "simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234",
-                           "A_Mixed_Case.value"}) {
+  for (const char* good :
+       {"", "simple", "now-with-dashes", "1-starts-with-num", "end-with-num-1", "1234", "A_Mixed_Case.value"}) {
     CAPTURE(good);
     CHECK(ops::label_value_problem(good).empty());
   }
@@ -81,11 +81,15 @@ TEST_CASE("taint specs in kubectl's syntax", "[node-admin]") {
     const char* message;
   };
   for (const auto& b : std::vector<Bad>{
-           {"a:Bogus", "invalid taint spec \"a:Bogus\": effect \"Bogus\" is not one of NoSchedule, PreferNoSchedule, NoExecute"},
-           {"a=b", "invalid taint spec \"a=b\": an added taint needs an effect, as in KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute"},
-           {"bad key=x:NoSchedule", "invalid taint spec \"bad key=x:NoSchedule\": key \"bad key\": name part must be 63 characters or less, "
-                                    "begin and end with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), underscores (_), dots (.), "
-                                    "and alphanumerics between"},
+           {"a:Bogus",
+            "invalid taint spec \"a:Bogus\": effect \"Bogus\" is not one of NoSchedule, PreferNoSchedule, NoExecute"},
+           {"a=b",
+            "invalid taint spec \"a=b\": an added taint needs an effect, as in "
+            "KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute"},
+           {"bad key=x:NoSchedule",
+            "invalid taint spec \"bad key=x:NoSchedule\": key \"bad key\": name part must be 63 characters or less, "
+            "begin and end with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), underscores (_), dots (.), "
+            "and alphanumerics between"},
            {"k=-v:NoSchedule", ""},
            {"=v:NoSchedule", ""}}) {
     CAPTURE(b.spec);
@@ -137,7 +141,8 @@ TEST_CASE("plan_taints adds, keeps, overwrites and removes, always preconditione
   auto other_value = ops::plan_taints(n, {spec("nvidia.com/gpu=absent:NoSchedule")}, false, "t");
   REQUIRE_FALSE(other_value);
   CHECK(other_value.error().message ==
-        "node n1 already has a taint with key \"nvidia.com/gpu\" and effect \"NoSchedule\" (nvidia.com/gpu=present:NoSchedule), "
+        "node n1 already has a taint with key \"nvidia.com/gpu\" and effect \"NoSchedule\" "
+        "(nvidia.com/gpu=present:NoSchedule), "
         "and --overwrite is false: add --overwrite to change its value");
 
   auto overwritten = ops::plan_taints(n, {spec("nvidia.com/gpu=absent:NoSchedule")}, true, "t");
@@ -191,7 +196,8 @@ TEST_CASE("plan_cordon records why, by whom and when, uncordon clears the record
                                                          {"gpuctl.io/cordoned-at", "2026-12-02T10:00:00Z"}});
 
   json cordoned = node("n1", "4", json::array(), true);
-  cordoned["metadata"]["annotations"] = {{"gpuctl.io/cordon-reason", "Xid 79"}, {"gpuctl.io/cordoned-by", "bob"},
+  cordoned["metadata"]["annotations"] = {{"gpuctl.io/cordon-reason", "Xid 79"},
+                                         {"gpuctl.io/cordoned-by", "bob"},
                                          {"gpuctl.io/cordoned-at", "2026-12-01T00:00:00Z"}};
   auto again = ops::plan_cordon(cordoned, request);
   REQUIRE(again);
@@ -215,10 +221,12 @@ TEST_CASE("tolerations match taints as the scheduler and the taint manager match
   kube::Taint t{"nvidia.com/gpu", "present", "NoSchedule", ""};
   auto pod_with = [](json tolerations) { return PodBuilder("ml", "p").tolerations(tolerations).build(); };
   CHECK(ops::tolerates(pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}})), t));
-  CHECK(ops::tolerates(pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}})), t));
+  CHECK(ops::tolerates(
+      pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}})), t));
   CHECK(ops::tolerates(pod_with(json::array({{{"operator", "Exists"}}})), t));  // tolerates everything
   CHECK_FALSE(ops::tolerates(pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"value", "absent"}}})), t));
-  CHECK_FALSE(ops::tolerates(pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoExecute"}}})), t));
+  CHECK_FALSE(ops::tolerates(
+      pod_with(json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}, {"effect", "NoExecute"}}})), t));
   CHECK_FALSE(ops::tolerates(PodBuilder("ml", "none").build(), t));
 
   std::vector<json> pods = {PodBuilder("ml", "bare").build(), PodBuilder("ml", "done").phase("Succeeded").build(),
@@ -226,7 +234,8 @@ TEST_CASE("tolerations match taints as the scheduler and the taint manager match
   CHECK(ops::pods_not_tolerating(pods, t) == std::vector<std::string>{"ml/bare"});  // finished pods do not count
 }
 
-TEST_CASE("taint_impact warns for NoSchedule and refuses NoExecute over intolerant pods unless allowed", "[node-admin]") {
+TEST_CASE("taint_impact warns for NoSchedule and refuses NoExecute over intolerant pods unless allowed",
+          "[node-admin]") {
   std::map<std::string, std::vector<json>> pods = {{"gpu-1", {PodBuilder("ml", "bare").build()}}, {"gpu-2", {}}};
   auto spec = [](const char* effect) {
     ops::TaintSpec s;
@@ -255,15 +264,16 @@ TEST_CASE("taint_impact warns for NoSchedule and refuses NoExecute over intolera
   CHECK(removing.refusals.empty());
 }
 
-TEST_CASE("apply_node_edit reads again and re-plans after a 409, so a concurrent writer's taint survives", "[node-admin]") {
+TEST_CASE("apply_node_edit reads again and re-plans after a 409, so a concurrent writer's taint survives",
+          "[node-admin]") {
   FakeClient fc;
   json theirs = {{"key", "theirs"}, {"effect", "NoSchedule"}};
   fc.fake->on("PATCH", "/api/v1/nodes/n1", json_answer(409, status(409, "Conflict", "the object has been modified")))
       .on("GET", "/api/v1/nodes/n1", json_answer(200, node("n1", "11", json::array({theirs})).dump()))
       .on("PATCH", "/api/v1/nodes/n1", json_answer(200, node("n1", "12").dump()));
   std::vector<ops::TaintSpec> specs = {*ops::parse_taint_spec("mine=1:NoSchedule")};
-  auto change = ops::apply_node_edit(
-      *fc.client, node("n1", "10"), [&](const json& n) { return ops::plan_taints(n, specs, false, "t"); }, {});
+  auto change = ops::apply_node_edit(*fc.client, node("n1", "10"),
+                                     [&](const json& n) { return ops::plan_taints(n, specs, false, "t"); }, {});
   CHECK(change.outcome == ops::ChangeOutcome::changed);
   CHECK(change.conflicts == 1);
   const auto& requests = fc.fake->requests();
@@ -277,7 +287,8 @@ TEST_CASE("apply_node_edit reads again and re-plans after a 409, so a concurrent
   CHECK(fc.fake->unexpected().empty());
 }
 
-TEST_CASE("apply_node_edit: client dry run sends nothing, server dry run sends dryRun=All, conflicts give up", "[node-admin]") {
+TEST_CASE("apply_node_edit: client dry run sends nothing, server dry run sends dryRun=All, conflicts give up",
+          "[node-admin]") {
   auto planner = [](const json& n) { return ops::plan_cordon(n, {true, "", "", ""}); };
   {
     FakeClient fc;
@@ -348,7 +359,8 @@ TEST_CASE("select_nodes: names one by one with the missing ones named, selectors
   CHECK(ops::validate_selection({{}, "a=b", false}));
 }
 
-TEST_CASE("select_nodes: a node whose name or fields the API got wrong is reported failed, never selected", "[node-admin]") {
+TEST_CASE("select_nodes: a node whose name or fields the API got wrong is reported failed, never selected",
+          "[node-admin]") {
   FakeClient fc;
   json option_name = node("-oProxyCommand=touch-x");  // would be an ssh option in --exec 'ssh "$1"'
   json bad_status = node("g-2");

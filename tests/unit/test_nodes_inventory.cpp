@@ -4,22 +4,21 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
-
-using nlohmann::json;
 using gpuctl::ops::build_node_inventory;
+using nlohmann::json;
 
 namespace {
 
 const auto kNow = *gpuctl::util::parse_rfc3339("2026-12-02T12:00:00Z");
 
-json gpu_node(const std::string& name, int capacity, int allocatable, json labels = json::object(), json extra_status = json::object()) {
-  json node = {
-      {"metadata", {{"name", name}, {"labels", labels}, {"creationTimestamp", "2026-12-01T12:00:00Z"}}},
-      {"spec", json::object()},
-      {"status",
-       {{"capacity", {{"cpu", "96"}, {"nvidia.com/gpu", std::to_string(capacity)}}},
-        {"allocatable", {{"cpu", "96"}, {"nvidia.com/gpu", std::to_string(allocatable)}}},
-        {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+json gpu_node(const std::string& name, int capacity, int allocatable, json labels = json::object(),
+              json extra_status = json::object()) {
+  json node = {{"metadata", {{"name", name}, {"labels", labels}, {"creationTimestamp", "2026-12-01T12:00:00Z"}}},
+               {"spec", json::object()},
+               {"status",
+                {{"capacity", {{"cpu", "96"}, {"nvidia.com/gpu", std::to_string(capacity)}}},
+                 {"allocatable", {{"cpu", "96"}, {"nvidia.com/gpu", std::to_string(allocatable)}}},
+                 {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
   node["status"].update(extra_status);
   return node;
 }
@@ -30,7 +29,8 @@ json container(json requests, json limits = json::object(), const std::string& r
   return c;
 }
 
-json pod(const std::string& node, json containers, const std::string& phase = "Running", json init = json::array(), json overhead = nullptr) {
+json pod(const std::string& node, json containers, const std::string& phase = "Running", json init = json::array(),
+         json overhead = nullptr) {
   json p = {{"metadata", {{"name", "p"}, {"namespace", "ns"}}},
             {"spec", {{"nodeName", node}, {"containers", containers}, {"initContainers", init}}},
             {"status", {{"phase", phase}}}};
@@ -46,11 +46,12 @@ TEST_CASE("ops::build_node_inventory counts GPU requests of non-terminal pods pe
                              gpu_node("t4-0", 4, 4, {{"accelerator", "nvidia-tesla-t4"}})};
   std::vector<json> pods = {
       pod("a100-0", json::array({container({{"nvidia.com/gpu", "2"}}, {{"nvidia.com/gpu", "2"}})})),
-      pod("a100-0", json::array({container(json::object(), {{"nvidia.com/gpu", "3"}})})),  // limit only: defaults the request
-      pod("a100-0", json::array({container({{"nvidia.com/gpu", "4"}})}), "Succeeded"),    // finished: holds nothing
+      pod("a100-0",
+          json::array({container(json::object(), {{"nvidia.com/gpu", "3"}})})),  // limit only: defaults the request
+      pod("a100-0", json::array({container({{"nvidia.com/gpu", "4"}})}), "Succeeded"),  // finished: holds nothing
       pod("a100-0", json::array({container({{"nvidia.com/gpu", "4"}})}), "Failed"),
-      pod("t4-0", json::array({container({{"cpu", "2"}})})),                                // no GPU
-      pod("", json::array({container({{"nvidia.com/gpu", "1"}})}), "Pending"),             // not bound
+      pod("t4-0", json::array({container({{"cpu", "2"}})})),                    // no GPU
+      pod("", json::array({container({{"nvidia.com/gpu", "1"}})}), "Pending"),  // not bound
   };
   auto inv = build_node_inventory(nodes, pods, false, kNow);
   REQUIRE(inv.nodes.size() == 3);
@@ -95,23 +96,25 @@ TEST_CASE("ops::build_node_inventory skips objects that are not objects, and nev
 TEST_CASE("ops::build_node_inventory applies the init-container and overhead rule", "[nodes]") {
   std::vector<json> nodes = {gpu_node("n", 8, 8)};
   SECTION("an init container larger than the app containers' sum wins") {
-    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "1"}}), container({{"nvidia.com/gpu", "1"}})}), "Running",
-                 json::array({container({{"nvidia.com/gpu", "3"}})}));
+    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "1"}}), container({{"nvidia.com/gpu", "1"}})}),
+                 "Running", json::array({container({{"nvidia.com/gpu", "3"}})}));
     CHECK(build_node_inventory(nodes, {p}, false, kNow).nodes[0].gpus.used == 3);
   }
   SECTION("the app containers' sum wins over a smaller init container") {
-    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "2"}}), container({{"nvidia.com/gpu", "2"}})}), "Running",
-                 json::array({container({{"nvidia.com/gpu", "3"}})}));
+    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "2"}}), container({{"nvidia.com/gpu", "2"}})}),
+                 "Running", json::array({container({{"nvidia.com/gpu", "3"}})}));
     CHECK(build_node_inventory(nodes, {p}, false, kNow).nodes[0].gpus.used == 4);
   }
   SECTION("restartable (sidecar) init containers run alongside the app containers") {
     auto p = pod("n", json::array({container({{"nvidia.com/gpu", "2"}})}), "Running",
-                 json::array({container({{"nvidia.com/gpu", "1"}}, json::object(), "Always"), container({{"nvidia.com/gpu", "2"}})}));
+                 json::array({container({{"nvidia.com/gpu", "1"}}, json::object(), "Always"),
+                              container({{"nvidia.com/gpu", "2"}})}));
     // sidecar 1 + app 2 = 3; the regular init container runs beside the sidecar: 2 + 1 = 3
     CHECK(build_node_inventory(nodes, {p}, false, kNow).nodes[0].gpus.used == 3);
   }
   SECTION("pod overhead is added") {
-    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "1"}})}), "Running", json::array(), {{"nvidia.com/gpu", "1"}});
+    auto p = pod("n", json::array({container({{"nvidia.com/gpu", "1"}})}), "Running", json::array(),
+                 {{"nvidia.com/gpu", "1"}});
     CHECK(build_node_inventory(nodes, {p}, false, kNow).nodes[0].gpus.used == 2);
   }
 }
@@ -164,7 +167,8 @@ TEST_CASE("ops::build_node_inventory leaves out the AKS nodes without GPUs unles
 }
 
 TEST_CASE("ops::build_node_inventory takes the product and versions from GFD label maps", "[nodes]") {
-  for (const char* file : {"k8s-nodes/nvidia-docs__h100-mig-mixed-node-labels.json", "k8s-nodes/nvidia-docs__h100-mig-node-labels.json"}) {
+  for (const char* file :
+       {"k8s-nodes/nvidia-docs__h100-mig-mixed-node-labels.json", "k8s-nodes/nvidia-docs__h100-mig-node-labels.json"}) {
     json labels = json::parse(gpuctl::testing::fixture(file));
     json node = gpu_node("h100", 1, 1, labels);
     auto inv = build_node_inventory({node}, {}, false, kNow);
@@ -176,15 +180,19 @@ TEST_CASE("ops::build_node_inventory takes the product and versions from GFD lab
 }
 
 TEST_CASE("ops::build_node_inventory reports MIG resources, taints, conditions and cordon records", "[nodes]") {
-  json node = gpu_node("mig", 0, 0, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB"}},
-                       {{"conditions", json::array({{{"type", "Ready"}, {"status", "False"}},
-                                                    {{"type", "MemoryPressure"}, {"status", "True"}, {"reason", "KubeletHasInsufficientMemory"}},
-                                                    {{"type", "DiskPressure"}, {"status", "False"}}})}});
+  json node = gpu_node(
+      "mig", 0, 0, {{"nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB"}},
+      {{"conditions",
+        json::array({{{"type", "Ready"}, {"status", "False"}},
+                     {{"type", "MemoryPressure"}, {"status", "True"}, {"reason", "KubeletHasInsufficientMemory"}},
+                     {{"type", "DiskPressure"}, {"status", "False"}}})}});
   node["status"]["capacity"]["nvidia.com/mig-1g.5gb"] = "7";
   node["status"]["allocatable"]["nvidia.com/mig-1g.5gb"] = "7";
   node["spec"]["unschedulable"] = true;
   node["spec"]["taints"] = json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}});
-  node["metadata"]["annotations"] = {{"gpuctl.io/cordon-reason", "XID 79"}, {"gpuctl.io/cordoned-by", "alice"}, {"gpuctl.io/cordoned-at", "2026-12-02T10:00:00Z"}};
+  node["metadata"]["annotations"] = {{"gpuctl.io/cordon-reason", "XID 79"},
+                                     {"gpuctl.io/cordoned-by", "alice"},
+                                     {"gpuctl.io/cordoned-at", "2026-12-02T10:00:00Z"}};
   auto p = pod("mig", json::array({container({{"nvidia.com/mig-1g.5gb", "2"}})}));
   auto inv = build_node_inventory({node}, {p}, false, kNow);
   REQUIRE(inv.nodes.size() == 1);
@@ -223,8 +231,11 @@ TEST_CASE("ops::collect_node_inventory uses two paginated lists whatever the clu
   gpuctl::testing::FakeClient fc;
   json nodes_page1 = {{"metadata", {{"continue", "n2"}}}, {"items", json::array({gpu_node("a", 2, 2)})}};
   json nodes_page2 = {{"metadata", {{"continue", ""}}}, {"items", json::array({gpu_node("b", 2, 2)})}};
-  json pods_page = {{"metadata", {{"continue", ""}}}, {"items", json::array({pod("b", json::array({container({{"nvidia.com/gpu", "1"}})}))})}};
-  fc.fake->on("GET", "/api/v1/nodes", gpuctl::testing::json_answer(200, nodes_page1.dump()), "labelSelector=pool%3Dgpu&limit=500")
+  json pods_page = {{"metadata", {{"continue", ""}}},
+                    {"items", json::array({pod("b", json::array({container({{"nvidia.com/gpu", "1"}})}))})}};
+  fc.fake
+      ->on("GET", "/api/v1/nodes", gpuctl::testing::json_answer(200, nodes_page1.dump()),
+           "labelSelector=pool%3Dgpu&limit=500")
       .on("GET", "/api/v1/nodes", gpuctl::testing::json_answer(200, nodes_page2.dump()), "continue=n2")
       .on("GET", "/api/v1/pods", gpuctl::testing::json_answer(200, pods_page.dump()),
           "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed");

@@ -9,8 +9,8 @@
 #include <set>
 #include <sstream>
 
-#include "gpuctl/gpu/nvidia_smi.hpp"
 #include "fakes/fixtures.hpp"
+#include "gpuctl/gpu/nvidia_smi.hpp"
 
 using namespace gpuctl::gpu;
 
@@ -70,7 +70,8 @@ TEST_CASE("gpu::parse_query_gpu_csv: noheader (EESSI 4x A100, SYNTHETIC unknown 
 }
 
 TEST_CASE("gpu::parse_query_gpu_csv: [Not Supported] with a header (GTX 650)", "[nvidia-smi]") {
-  auto table = parse_nvidia_smi_csv(read_fixture("nvidia-smi-csv/issue__header__utilization-gpu-NotSupported__gtx650.csv"));
+  auto table =
+      parse_nvidia_smi_csv(read_fixture("nvidia-smi-csv/issue__header__utilization-gpu-NotSupported__gtx650.csv"));
   REQUIRE(table);
   CHECK(table->fields == std::vector<std::string>{"utilization.gpu"});
   CHECK(table->units == std::vector<std::string>{"%"});
@@ -96,18 +97,26 @@ TEST_CASE("gpu::parse_query_gpu_csv: noheader,nounits, [N/A] vs [Not Supported] 
       CHECK(g[0].temperature.gpu_c == 44);
       CHECK(g[0].utilization.gpu_percent == 0);
       CHECK(g[0].utilization.memory_percent == 0);
-      CHECK(g[0].fan_speed_percent.absence() ==
-            (std::string(file).find("NotSupported") != std::string::npos ? Absence::not_supported
-                                                                         : Absence::not_available));
+      CHECK(g[0].fan_speed_percent.absence() == (std::string(file).find("NotSupported") != std::string::npos
+                                                     ? Absence::not_supported
+                                                     : Absence::not_available));
     }
   }
 }
 
 TEST_CASE("gpu::parse_query_gpu_csv: noheader with units on Windows (GTX 770)", "[nvidia-smi]") {
-  const std::vector<std::string> fields{"gpu_name",         "utilization.gpu",        "utilization.memory",
-                                        "temperature.gpu",  "power.draw",             "power.limit",
-                                        "fan.speed",        "pstate",                 "clocks.current.graphics",
-                                        "clocks.current.memory", "power.max_limit", "power.default_limit"};
+  const std::vector<std::string> fields{"gpu_name",
+                                        "utilization.gpu",
+                                        "utilization.memory",
+                                        "temperature.gpu",
+                                        "power.draw",
+                                        "power.limit",
+                                        "fan.speed",
+                                        "pstate",
+                                        "clocks.current.graphics",
+                                        "clocks.current.memory",
+                                        "power.max_limit",
+                                        "power.default_limit"};
   auto g = gpus("issue__noheader-with-units__gtx770-many-NotSupported__windows.csv", fields);
   REQUIRE(g.size() == 1);
   CHECK(g[0].product_name == std::string("GeForce GTX 770"));
@@ -277,7 +286,8 @@ TEST_CASE("gpu::parse_query_gpu_csv: nvidia_gpu_exporter all-fields captures (R5
 
 TEST_CASE("gpu::parse_query_gpu_csv: R590+ details (H100: remapped rows, T.Limit, average/instant power)",
           "[nvidia-smi]") {
-  auto h100 = gpus("nvidia_gpu_exporter-sections/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__idle__query-gpu-all-fields.csv");
+  auto h100 = gpus(
+      "nvidia_gpu_exporter-sections/linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__idle__query-gpu-all-fields.csv");
   const GpuInfo& x = h100.at(0);
   CHECK(x.remapped_rows.correctable == 0);
   CHECK(x.remapped_rows.uncorrectable == 0);
@@ -290,7 +300,8 @@ TEST_CASE("gpu::parse_query_gpu_csv: R590+ details (H100: remapped rows, T.Limit
   CHECK(x.serial == std::string("0000000000000"));  // masked
   CHECK(x.persistence_mode_enabled == true);
   // The MIG capture: utilization is [N/A] under MIG, remapped rows too.
-  auto mig = gpus("nvidia_gpu_exporter-sections/linux-x86_64__nvidia-h100-mig__590.48.01__idle__query-gpu-all-fields.csv");
+  auto mig =
+      gpus("nvidia_gpu_exporter-sections/linux-x86_64__nvidia-h100-mig__590.48.01__idle__query-gpu-all-fields.csv");
   CHECK(mig.at(0).utilization.gpu_percent.absence() == Absence::not_available);
   CHECK(mig.at(0).remapped_rows.pending.absence() == Absence::not_available);
   // R595 deprecations come as "[Requested functionality has been deprecated]".
@@ -420,7 +431,8 @@ TEST_CASE("gpu::parse_nvidia_smi_csv: every CSV fixture is covered", "[nvidia-sm
 
 TEST_CASE("gpu::parse_nvidia_smi_csv: edge cases", "[nvidia-smi]") {
   SECTION("a comma inside a process name is put back") {
-    auto r = parse_query_compute_apps_csv("pid, process_name, used_gpu_memory [MiB]\n42, python train.py --a=1, --b=2, 100 MiB\n");
+    auto r = parse_query_compute_apps_csv(
+        "pid, process_name, used_gpu_memory [MiB]\n42, python train.py --a=1, --b=2, 100 MiB\n");
     REQUIRE(r);
     REQUIRE(r->size() == 1);
     CHECK((*r)[0].process.name == std::string("python train.py --a=1, --b=2"));

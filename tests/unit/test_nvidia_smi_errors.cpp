@@ -7,16 +7,16 @@
 
 #include <cctype>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "fakes/fixtures.hpp"
 #include "gpuctl/gpu/nvidia_smi.hpp"
 #include "gpuctl/gpu/nvidia_smi_errors.hpp"
-#include "fakes/fixtures.hpp"
 
 using namespace gpuctl::gpu;
 
@@ -71,7 +71,8 @@ TEST_CASE("gpu::classify_nvidia_smi_run: real nvidia-smi messages", "[nvidia-smi
       // nvidia-smi prints these on stdout or stderr depending on version; try both.
       for (bool on_stderr : {false, true}) {
         std::string text = err(c.file);
-        NvsmiDiagnosis d = on_stderr ? classify_nvidia_smi_run(c.rc, "", text) : classify_nvidia_smi_run(c.rc, text, "");
+        NvsmiDiagnosis d =
+            on_stderr ? classify_nvidia_smi_run(c.rc, "", text) : classify_nvidia_smi_run(c.rc, text, "");
         CHECK(d.kind == c.kind);
         CHECK(d.exit_code == c.rc);
         INFO(d.message);
@@ -93,7 +94,8 @@ TEST_CASE("gpu::classify_nvidia_smi_run: real nvidia-smi messages", "[nvidia-smi
 TEST_CASE("gpu::classify_nvidia_smi_run: details of the decisive line", "[nvidia-smi]") {
   NvsmiDiagnosis ci = classify_nvidia_smi_run(18, err("issue__nvml-driver-library-version-mismatch__ci-log.txt"), "");
   CHECK(contains(ci.message, "NVML library version: 550.144"));
-  NvsmiDiagnosis wrapped = classify_nvidia_smi_run(std::nullopt, err("issue__gpu-is-lost__windows-console-wrapped.txt"), "");
+  NvsmiDiagnosis wrapped =
+      classify_nvidia_smi_run(std::nullopt, err("issue__gpu-is-lost__windows-console-wrapped.txt"), "");
   CHECK(contains(wrapped.excerpt, "the system to recover this GPU"));  // the console's line wrap is kept
   NvsmiDiagnosis lost = classify_nvidia_smi_run(15, "", err("issue__gpu-is-lost__linux.txt"));
   CHECK(contains(lost.message, "(exit 15: The GPU has fallen off the bus or has otherwise become inaccessible)"));
@@ -160,7 +162,8 @@ TEST_CASE("gpu::nvidia_smi_exit_code_meaning matches the man page's RETURN VALUE
 
 TEST_CASE("gpu: the infoROM warning comes with good output, which is kept", "[nvidia-smi]") {
   SECTION("azhpc 8x V100 table: the warning names GPU 7 in another bus id spelling") {
-    auto log = parse_nvidia_smi_table(err("azhpc__nvidia-smi-table__8x-v100__460.32.03__WARNING-infoROM-corrupted.txt"));
+    auto log =
+        parse_nvidia_smi_table(err("azhpc__nvidia-smi-table__8x-v100__460.32.03__WARNING-infoROM-corrupted.txt"));
     REQUIRE(log);
     CHECK(log->driver_version == std::string("460.32.03"));
     REQUIRE(log->gpus.size() == 8);

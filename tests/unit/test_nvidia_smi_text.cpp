@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
-#include "gpuctl/gpu/nvidia_smi.hpp"
 #include "fakes/fixtures.hpp"
+#include "gpuctl/gpu/nvidia_smi.hpp"
 
 using namespace gpuctl::gpu;
 
@@ -332,24 +332,40 @@ TEST_CASE("gpu::parse_nvidia_smi_query_text: nvidia_gpu_exporter -q sections (R5
     std::size_t processes;
   };
   const Case cases[] = {
-      {"linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05__idle__nvidia-smi-q.txt", "595.71.05", "NVIDIA GeForce RTX 2080 SUPER", 8192, 40, 0, 2},
-      {"linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05__load__nvidia-smi-q.txt", "595.71.05", "NVIDIA GeForce RTX 2080 SUPER", 8192, 45, 0, 4},
-      {"linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04__idle__nvidia-smi-q.txt", "610.57.04", "NVIDIA GeForce RTX 2080 SUPER", 8192, 33, 0, 2},
-      {"linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04__load__nvidia-smi-q.txt", "610.57.04", "NVIDIA GeForce RTX 2080 SUPER", 8192, 38, 0, 4},
-      {"linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05__idle__nvidia-smi-q.txt", "595.71.05", "NVIDIA GeForce RTX 4080 SUPER", 16376, 43, 0, 5},
-      {"linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05__load__nvidia-smi-q.txt", "595.71.05", "NVIDIA GeForce RTX 4080 SUPER", 16376, 45, 0, 7},
-      {"linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559, 41, 0, 0},
-      {"linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559, 59, 0, 3},
-      {"linux-x86_64__nvidia-h100-mig__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559, 42, 4, 0},
-      {"linux-x86_64__nvidia-h100-mig__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559, 53, 4, 3},
-      {"linux-x86_64__nvidia-h200-mig__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H200", 143771, 28, 5, 0},
-      {"linux-x86_64__nvidia-h200-mig__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H200", 143771, 36, 5, 3},
+      {"linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05__idle__nvidia-smi-q.txt", "595.71.05",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 40, 0, 2},
+      {"linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05__load__nvidia-smi-q.txt", "595.71.05",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 45, 0, 4},
+      {"linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04__idle__nvidia-smi-q.txt", "610.57.04",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 33, 0, 2},
+      {"linux-x86_64__nvidia-geforce-rtx-2080-super__610.57.04__load__nvidia-smi-q.txt", "610.57.04",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 38, 0, 4},
+      {"linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05__idle__nvidia-smi-q.txt", "595.71.05",
+       "NVIDIA GeForce RTX 4080 SUPER", 16376, 43, 0, 5},
+      {"linux-x86_64__nvidia-geforce-rtx-4080-super__595.71.05__load__nvidia-smi-q.txt", "595.71.05",
+       "NVIDIA GeForce RTX 4080 SUPER", 16376, 45, 0, 7},
+      {"linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3",
+       81559, 41, 0, 0},
+      {"linux-x86_64__nvidia-h100-80gb-hbm3__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3",
+       81559, 59, 0, 3},
+      {"linux-x86_64__nvidia-h100-mig__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559,
+       42, 4, 0},
+      {"linux-x86_64__nvidia-h100-mig__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H100 80GB HBM3", 81559,
+       53, 4, 3},
+      {"linux-x86_64__nvidia-h200-mig__590.48.01__idle__nvidia-smi-q.txt", "590.48.01", "NVIDIA H200", 143771, 28, 5,
+       0},
+      {"linux-x86_64__nvidia-h200-mig__590.48.01__load__nvidia-smi-q.txt", "590.48.01", "NVIDIA H200", 143771, 36, 5,
+       3},
       {"linux-x86_64__nvidia-l40s__595.80__idle__nvidia-smi-q.txt", "595.80", "NVIDIA L40S", 46068, 64, 0, 0},
       {"linux-x86_64__nvidia-l40s__595.80__load__nvidia-smi-q.txt", "595.80", "NVIDIA L40S", 46068, 54, 0, 2},
-      {"windows-x86_64__nvidia-geforce-rtx-2080-super__591.86__idle__nvidia-smi-q.txt", "591.86", "NVIDIA GeForce RTX 2080 SUPER", 8192, 40, 0, 10},
-      {"windows-x86_64__nvidia-geforce-rtx-2080-super__591.86__load__nvidia-smi-q.txt", "591.86", "NVIDIA GeForce RTX 2080 SUPER", 8192, 45, 0, 12},
-      {"windows-x86_64__nvidia-geforce-rtx-2080-super__610.62__idle__nvidia-smi-q.txt", "610.62", "NVIDIA GeForce RTX 2080 SUPER", 8192, 39, 0, 19},
-      {"windows-x86_64__nvidia-geforce-rtx-2080-super__610.62__load__nvidia-smi-q.txt", "610.62", "NVIDIA GeForce RTX 2080 SUPER", 8192, 44, 0, 21},
+      {"windows-x86_64__nvidia-geforce-rtx-2080-super__591.86__idle__nvidia-smi-q.txt", "591.86",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 40, 0, 10},
+      {"windows-x86_64__nvidia-geforce-rtx-2080-super__591.86__load__nvidia-smi-q.txt", "591.86",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 45, 0, 12},
+      {"windows-x86_64__nvidia-geforce-rtx-2080-super__610.62__idle__nvidia-smi-q.txt", "610.62",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 39, 0, 19},
+      {"windows-x86_64__nvidia-geforce-rtx-2080-super__610.62__load__nvidia-smi-q.txt", "610.62",
+       "NVIDIA GeForce RTX 2080 SUPER", 8192, 44, 0, 21},
   };
   for (const Case& c : cases) {
     SECTION(c.file) {
@@ -394,8 +410,8 @@ TEST_CASE("gpu::parse_nvidia_smi_query_text: MIG devices and MIG processes in te
   CHECK(g.processes[0].used_memory_mib == 2296);
   CHECK(g.processes[2].name == std::string("./gpu_burn"));
 
-  GpuList l = parse_nvidia_smi_list(read_fixture("nvidia-smi-text/" + kSections +
-                                                 "linux-x86_64__nvidia-h100-mig__590.48.01__nvidia-smi-L.txt"));
+  GpuList l = parse_nvidia_smi_list(
+      read_fixture("nvidia-smi-text/" + kSections + "linux-x86_64__nvidia-h100-mig__590.48.01__nvidia-smi-L.txt"));
   GpuInfo merged = g;
   REQUIRE(merge_gpu_list(merged, l));
   CHECK(merged.mig.devices[0].profile_name == std::string("3g.40gb"));
@@ -512,7 +528,8 @@ TEST_CASE("gpu::parse_nvidia_smi_table: layouts from R460 to R610", "[nvidia-smi
     }
   }
   SECTION("MIG: utilization N/A, MIG M. Enabled") {
-    NvidiaSmiLog log = table(cat("nvidia-smi-text/", kSections, "linux-x86_64__nvidia-h100-mig__590.48.01__load__nvidia-smi-table.txt"));
+    NvidiaSmiLog log = table(
+        cat("nvidia-smi-text/", kSections, "linux-x86_64__nvidia-h100-mig__590.48.01__load__nvidia-smi-table.txt"));
     CHECK(log.gpus.at(0).utilization.gpu_percent.absence() == Absence::not_available);
     CHECK(log.gpus.at(0).mig.current_enabled == true);
     CHECK(*log.gpus.at(0).power.draw_w == Approx(432.0));

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpuctl/gpu/nvidia_smi.hpp"
 #include "fakes/fixtures.hpp"
+#include "gpuctl/gpu/nvidia_smi.hpp"
 
 using namespace gpuctl::gpu;
 
@@ -63,8 +63,8 @@ struct XmlCase {
 
 const XmlCase kCases[] = {
     {"datakit__gtx-1050__515.65.01__no-xml-decl.xml", 0, "515.65.01", "11.7", 1,
-     "GPU-06e04616-0ed5-4069-5ebc-345349a0d4f3", "NVIDIA GeForce GTX 1050", "00000000:01:00.0", 4096, 65, 3974, 44,
-     -1, -1, -1, -1, "P3", 2, "gpu_idle"},
+     "GPU-06e04616-0ed5-4069-5ebc-345349a0d4f3", "NVIDIA GeForce GTX 1050", "00000000:01:00.0", 4096, 65, 3974, 44, -1,
+     -1, -1, -1, "P3", 2, "gpu_idle"},
     {"datakit__tesla-v100-pcie-32gb__460.39__v11.xml", 11, "460.39", "11.2", 1,
      "GPU-e77ce5d8-8b63-c936-3c1b-839d45bcd0f2", "Tesla V100-PCIE-32GB", "00000000:21:01.0", 32510, 12311, 20199, 66,
      170.16, 250.0, 1, -1, "P0", 4, ""},
@@ -79,12 +79,14 @@ const XmlCase kCases[] = {
     {"netdata__rtx-4090__535.86.05__v12.xml", 12, "535.86.05", "12.2", 1, "GPU-71d1acc2-662d-2166-bf9f-65272d2fc437",
      "NVIDIA GeForce RTX 4090", "00000000:84:00.0", 24564, 2, 24214, 40, 26.84, 450.0, 0, 0, "P8", 0, "gpu_idle"},
     {"netdata__tesla-p100-pcie-16gb__510.47.03__v11.xml", 11, "510.47.03", "11.6", 1,
-     "GPU-d3da8716-eaab-75db-efc1-60e88e1cd55e", "Tesla P100-PCIE-16GB", "00000000:00:04.0", 16384, 0, 16280, 38,
-     26.16, 250.0, 1, -1, "P0", 0, "gpu_idle"},
-    {"telegraf__2x-rtx-2070__590.44.01__v13.xml", 13, "590.44.01", "13.1", 2, "GPU-12345678-aaaa-bbbb-cccc-0123456789ab",
-     "NVIDIA GeForce RTX 2070", "00000000:01:00.0", 8192, 1, 7786, 14, 9.23, 175.0, -1, 35, "P8", 0, "gpu_idle"},
-    {"telegraf__2x-rtx-2080__590.44.01__v13.xml", 13, "590.44.01", "13.1", 2, "GPU-12345678-aaaa-bbbb-cccc-0123456789ab",
-     "NVIDIA GeForce RTX 2080", "00000000:01:00.0", 8192, 1, 7786, 15, 1.00, 215.0, -1, 31, "P8", 0, "gpu_idle"},
+     "GPU-d3da8716-eaab-75db-efc1-60e88e1cd55e", "Tesla P100-PCIE-16GB", "00000000:00:04.0", 16384, 0, 16280, 38, 26.16,
+     250.0, 1, -1, "P0", 0, "gpu_idle"},
+    {"telegraf__2x-rtx-2070__590.44.01__v13.xml", 13, "590.44.01", "13.1", 2,
+     "GPU-12345678-aaaa-bbbb-cccc-0123456789ab", "NVIDIA GeForce RTX 2070", "00000000:01:00.0", 8192, 1, 7786, 14, 9.23,
+     175.0, -1, 35, "P8", 0, "gpu_idle"},
+    {"telegraf__2x-rtx-2080__590.44.01__v13.xml", 13, "590.44.01", "13.1", 2,
+     "GPU-12345678-aaaa-bbbb-cccc-0123456789ab", "NVIDIA GeForce RTX 2080", "00000000:01:00.0", 8192, 1, 7786, 15, 1.00,
+     215.0, -1, 31, "P8", 0, "gpu_idle"},
     {"telegraf__a10g__515.105.01__v11.xml", 11, "515.105.01", "11.7", 1, "GPU-9a9a6c50-2a47-2f51-a902-b82c3b127e94",
      "NVIDIA A10G", "00000000:00:1E.0", 23028, 22, 22569, 17, 25.58, 300.0, 1, 0, "P8", 1, "gpu_idle"},
     {"telegraf__grid-p4-1q-vgpu__513.46__v11.xml", 11, "513.46", "11.6", 1, "GPU-1b1ea7c7-1c4b-ed49-1c72-26c65f2dd207",
@@ -441,9 +443,7 @@ TEST_CASE("gpu::parse_nvidia_smi_xml rejects what is not a usable document", "[n
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find("not well-formed") != std::string::npos);
   }
-  SECTION("empty document") {
-    CHECK_FALSE(parse_nvidia_smi_xml("<nvidia_smi_log></nvidia_smi_log>"));
-  }
+  SECTION("empty document") { CHECK_FALSE(parse_nvidia_smi_xml("<nvidia_smi_log></nvidia_smi_log>")); }
   SECTION("a warning after the document is attached to the GPU it names") {
     std::string with_warning = full + "WARNING: infoROM is corrupted at gpu 0000:00:1E.0\n";
     auto r = parse_nvidia_smi_xml(with_warning);

@@ -2,18 +2,18 @@
 
 #include <sstream>
 
-#include "live_status.hpp"
 #include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/output/yaml.hpp"
-
+#include "live_status.hpp"
 
 using nlohmann::json;
 
 TEST_CASE("output::to_yaml quotes strings a YAML reader would turn into other types", "[output]") {
-  json doc = {{"a", "true"}, {"b", "1.5"}, {"c", ""}, {"d", "2026-12-02T15:13:45Z"}, {"e", "plain text"}, {"f", nullptr},
-              {"g", 3}, {"h", false}, {"i", json::array({"no", "x"})}, {"j", "0x1F"}, {"k", "2026-12-02"}};
+  json doc = {{"a", "true"},      {"b", "1.5"}, {"c", ""},    {"d", "2026-12-02T15:13:45Z"},   {"e", "plain text"},
+              {"f", nullptr},     {"g", 3},     {"h", false}, {"i", json::array({"no", "x"})}, {"j", "0x1F"},
+              {"k", "2026-12-02"}};
   std::string y = gpuctl::output::to_yaml(doc);
   CHECK(y.find("a: \"true\"\n") != std::string::npos);
   CHECK(y.find("b: \"1.5\"\n") != std::string::npos);
@@ -57,8 +57,7 @@ TEST_CASE("live status: timestamped lines off a terminal, one redrawn line per n
   // The third update moves up over the two lines drawn before and rewrites both, cut to width.
   auto last = screen.rfind("\033[2A");
   REQUIRE(last != std::string::npos);
-  CHECK(screen.substr(last) ==
-        "\033[2A\r\033[Kn1       waiting for 1 pod(s)\n\r\033[Knode-22  evicting ml/a\n");
+  CHECK(screen.substr(last) == "\033[2A\r\033[Kn1       waiting for 1 pod(s)\n\r\033[Knode-22  evicting ml/a\n");
 }
 
 TEST_CASE("output::printable escapes C0, DEL, C1, bidi controls and stray bytes, and keeps other text", "[output]") {
@@ -69,11 +68,13 @@ TEST_CASE("output::printable escapes C0, DEL, C1, bidi controls and stray bytes,
   CHECK(printable("a\nb\tc\rd") == "a\\x0ab\\x09c\\x0dd");
   CHECK(printable(std::string("nul\0end", 7)) == "nul\\x00end");
   CHECK(printable("del\x7f") == "del\\x7f");
-  CHECK(printable("csi\xc2\x9b" "31m") == "csi\\u009b31m");            // C1 CSI as UTF-8
-  CHECK(printable("lone\x9b" "31m") == "lone\\x9b31m");                   // a bare 8-bit CSI byte
+  CHECK(printable("csi\xc2\x9b"
+                  "31m") == "csi\\u009b31m");  // C1 CSI as UTF-8
+  CHECK(printable("lone\x9b"
+                  "31m") == "lone\\x9b31m");                            // a bare 8-bit CSI byte
   CHECK(printable("evil\xe2\x80\xaetxt.exe") == "evil\\u202etxt.exe");  // RIGHT-TO-LEFT OVERRIDE
-  CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069"); // isolates
-  CHECK(printable("\xe2\x80\xa9") == "\xe2\x80\xa9");                 // U+2029 is not on the list
+  CHECK(printable("\xe2\x81\xa6x\xe2\x81\xa9") == "\\u2066x\\u2069");   // isolates
+  CHECK(printable("\xe2\x80\xa9") == "\xe2\x80\xa9");                   // U+2029 is not on the list
   CHECK(printable("caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80") == "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x9a\x80");
   CHECK(printable("\xc0\x9b") == "\\xc0\\x9b");  // overlong: not UTF-8
   CHECK(printable("\xe2\x80") == "\\xe2\\x80");  // truncated
@@ -95,7 +96,10 @@ TEST_CASE("output::Table escapes every cell, so server text cannot forge rows or
 }
 
 TEST_CASE("output::to_yaml keeps control characters exact: what it writes reads back the same", "[output]") {
-  json doc = {{"reason", "\x1b[2J\x1b[H\xe2\x80\xae" "FORGED\x07\r\nrow"}, {"plain", "ok"}};
+  json doc = {{"reason",
+               "\x1b[2J\x1b[H\xe2\x80\xae"
+               "FORGED\x07\r\nrow"},
+              {"plain", "ok"}};
   std::string y = gpuctl::output::to_yaml(doc);
   CHECK(y.find('\x1b') == std::string::npos);  // a C0 character is written as an escape ...
   auto back = gpuctl::kube::parse_manifest(y, "yaml");

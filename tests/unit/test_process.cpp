@@ -56,7 +56,8 @@ TEST_CASE("util::run_process passes arguments literally, without a shell", "[pro
 TEST_CASE("util::run_process adds and overrides environment variables", "[process]") {
   ::setenv("GPUCTL_TEST_INHERITED", "from-parent", 1);
   ::setenv("GPUCTL_TEST_REPLACED", "old", 1);
-  auto o = args({"sh", "-c", "printf '%s,%s,%s' \"$GPUCTL_TEST_INHERITED\" \"$GPUCTL_TEST_REPLACED\" \"$GPUCTL_TEST_NEW\""});
+  auto o =
+      args({"sh", "-c", "printf '%s,%s,%s' \"$GPUCTL_TEST_INHERITED\" \"$GPUCTL_TEST_REPLACED\" \"$GPUCTL_TEST_NEW\""});
   o.extra_env = {{"GPUCTL_TEST_REPLACED", "new"}, {"GPUCTL_TEST_NEW", "a b=c"}, {"GPUCTL_TEST_NEW", "last wins"}};
   auto r = run(o);
   CHECK(r.stdout_text == "from-parent,new,last wins");
@@ -150,7 +151,8 @@ TEST_CASE("util::run_process stops a child whose output passes max_output_bytes"
   CHECK(fits.stdout_text == "fits\n");
 }
 
-TEST_CASE("util::run_process tells the caller once when a child outlives notice_after, and keeps waiting", "[process]") {
+TEST_CASE("util::run_process tells the caller once when a child outlives notice_after, and keeps waiting",
+          "[process]") {
   int notices = 0;
   auto slow = args({"sh", "-c", "sleep 0.4; echo done"});
   slow.notice_after = std::chrono::milliseconds(50);

@@ -277,8 +277,7 @@ TEST_CASE("kube::Quantity::parse rejects what upstream rejects, saying why", "[q
   }
 }
 
-TEST_CASE("kube::Quantity::parse error messages escape and shorten the text they quote",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::parse error messages escape and shorten the text they quote", "[quantity]") {
   const auto tab = Quantity::parse("1\t");
   REQUIRE_FALSE(tab);
   CHECK(tab.error().message.find("\"1\\x09\"") != std::string::npos);
@@ -286,15 +285,13 @@ TEST_CASE("kube::Quantity::parse error messages escape and shorten the text they
   const std::string long_text = repeated("", 1000, '1', "x");
   const auto long_result = Quantity::parse(long_text);
   REQUIRE_FALSE(long_result);
-  CHECK(long_result.error().message.find(repeated("", 64, '1', "...\" (1001 bytes)")) !=
-        std::string::npos);
+  CHECK(long_result.error().message.find(repeated("", 64, '1', "...\" (1001 bytes)")) != std::string::npos);
   CHECK(long_result.error().message.size() < 400);
 }
 
 // --- TestParseQuantityString and the scanner's looseness ---------------------------------
 
-TEST_CASE("kube::Quantity::parse accepts the same loose forms as upstream's scanner",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::parse accepts the same loose forms as upstream's scanner", "[quantity]") {
   struct Row {
     const char* input;
     Quantity expect;
@@ -414,8 +411,7 @@ TEST_CASE("kube::Quantity::to_string matches the upstream TestQuantityString tab
 
 // --- TestQuantityParseEmit ---------------------------------------------------------------
 
-TEST_CASE("kube::Quantity::parse then to_string matches upstream TestQuantityParseEmit",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::parse then to_string matches upstream TestQuantityParseEmit", "[quantity]") {
   const auto row = GENERATE(table<const char*, const char*>({
       {"1Ki", "1Ki"},
       {"1Mi", "1Mi"},
@@ -449,8 +445,7 @@ TEST_CASE("kube::Quantity::parse then to_string matches upstream TestQuantityPar
 
 // --- TestParseQuantity (the int64 boundary table) -----------------------------------------
 
-TEST_CASE("kube::Quantity::parse keeps values past int64 exactly, as upstream TestParseQuantity",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::parse keeps values past int64 exactly, as upstream TestParseQuantity", "[quantity]") {
   struct Row {
     const char* input;
     const char* as_dec;     // the exact value upstream's AsDec() reports
@@ -664,8 +659,7 @@ TEST_CASE("kube::Quantity::from_int matches upstream TestNewSet", "[quantity]") 
   CHECK(must_parse(q.to_string()).value() == row.value);
 }
 
-TEST_CASE("kube::Quantity::from_scaled matches upstream TestNewScaledSet and TestScaledValue",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::from_scaled matches upstream TestNewScaledSet and TestScaledValue", "[quantity]") {
   struct Row {
     std::int64_t value;
     int scale;
@@ -712,8 +706,7 @@ TEST_CASE("kube::Quantity::from_scaled refuses magnitudes of 1e29 and more", "[q
 
 // --- Value / MilliValue -----------------------------------------------------------------
 
-TEST_CASE("kube::Quantity::value and milli_value round away from zero and saturate",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::value and milli_value round away from zero and saturate", "[quantity]") {
   const auto row = GENERATE(table<const char*, std::int64_t, std::int64_t>({
       {"0", 0, 0},
       {"1", 1, 1000},
@@ -835,8 +828,7 @@ TEST_CASE("kube::Quantity arithmetic drops the parsed text, as upstream does", "
   CHECK((plus_one - Quantity{}).to_string() == "1");
 }
 
-TEST_CASE("kube::Quantity arithmetic saturates at the largest magnitude parse accepts",
-          "[quantity]") {
+TEST_CASE("kube::Quantity arithmetic saturates at the largest magnitude parse accepts", "[quantity]") {
   const Quantity max = must_parse("99999999999999999999999999999.999999999");
   const Quantity min = negated(max);
   CHECK((max + max) == max);
@@ -851,9 +843,10 @@ TEST_CASE("kube::Quantity arithmetic saturates at the largest magnitude parse ac
 
 // --- Beyond upstream's tables: the text upstream keeps, limits, exponents ------------------
 
-TEST_CASE("kube::Quantity::to_string keeps the text upstream takes as canonical, canonical() "
-          "does not",
-          "[quantity]") {
+TEST_CASE(
+    "kube::Quantity::to_string keeps the text upstream takes as canonical, canonical() "
+    "does not",
+    "[quantity]") {
   const auto row = GENERATE(table<const char*, const char*, const char*>({
       // input, to_string (upstream's String()), canonical()
       {"0", "0", "0"},
@@ -889,8 +882,7 @@ TEST_CASE("kube::Quantity::to_string keeps the text upstream takes as canonical,
   CHECK(must_parse(q.canonical()).canonical() == q.canonical());
 }
 
-TEST_CASE("kube::Quantity::canonical writes values past the last suffix as upstream's fix does",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::canonical writes values past the last suffix as upstream's fix does", "[quantity]") {
   const auto row = GENERATE(table<const char*, const char*>({
       {"100E", "100E"},
       {"999E", "999E"},
@@ -918,8 +910,7 @@ TEST_CASE("kube::Quantity::canonical writes values past the last suffix as upstr
   CHECK((big - must_parse("1Ei")).to_string() == "1023Ei");
 }
 
-TEST_CASE("kube::Quantity::parse caps binary SI at 2^63-1 and rounds tiny values up to 1n",
-          "[quantity]") {
+TEST_CASE("kube::Quantity::parse caps binary SI at 2^63-1 and rounds tiny values up to 1n", "[quantity]") {
   const auto row = GENERATE(table<const char*, const char*, Format>({
       {"8Ei", "9223372036854775807", Format::binary_si},
       {"-8Ei", "-9223372036854775807", Format::binary_si},
@@ -951,12 +942,11 @@ TEST_CASE("kube::Quantity -8Ei is representable but parses capped, as upstream",
   CHECK(must_parse("-8Ei").to_string() == "-9223372036854775807");
 }
 
-TEST_CASE("kube::Quantity::parse refuses magnitudes of 1e29 and more instead of wrapping",
-          "[quantity]") {
-  const std::string input = GENERATE(as<std::string>{}, "1e29", "-1e29", "100000000000000000000000000000",
-                                     "99999999999999999999999999999.9999999991", "100000000000E",
-                                     "1e9223372036854775807", "1e2147483647",
-                                     "123456789012345678901234567890123456789012345678901234567890");
+TEST_CASE("kube::Quantity::parse refuses magnitudes of 1e29 and more instead of wrapping", "[quantity]") {
+  const std::string input =
+      GENERATE(as<std::string>{}, "1e29", "-1e29", "100000000000000000000000000000",
+               "99999999999999999999999999999.9999999991", "100000000000E", "1e9223372036854775807", "1e2147483647",
+               "123456789012345678901234567890123456789012345678901234567890");
   CAPTURE(input);
   const auto result = Quantity::parse(input);
   REQUIRE_FALSE(result);
@@ -1010,7 +1000,7 @@ TEST_CASE("kube::Quantity sums and products near 2^63 saturate instead of overfl
   CHECK(saturating_mul(kMax, -2) == kMin);
   CHECK(saturating_mul(kMin, -1) == kMax);
   CHECK(saturating_mul(kMin, 1) == kMin);
-  CHECK(saturating_mul(std::int64_t{1} << 32, std::int64_t{1} << 31) == kMax);   // 2^63: one past the top
+  CHECK(saturating_mul(std::int64_t{1} << 32, std::int64_t{1} << 31) == kMax);     // 2^63: one past the top
   CHECK(saturating_mul(-(std::int64_t{1} << 32), std::int64_t{1} << 31) == kMin);  // -2^63: exactly the bottom
   CHECK(saturating_mul(std::int64_t{1} << 32, std::int64_t{1} << 32) == kMax);
   CHECK(saturating_mul(-(std::int64_t{1} << 32), std::int64_t{1} << 32) == kMin);

@@ -14,7 +14,8 @@ using json = nlohmann::json;
 namespace {
 
 json quota(const std::string& ns, const std::string& name, json hard, json used = nullptr, bool managed = false) {
-  json q = {{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
+  json q = {{"apiVersion", "v1"},
+            {"kind", "ResourceQuota"},
             {"metadata", {{"name", name}, {"namespace", ns}, {"resourceVersion", "10"}, {"uid", "uid-" + name}}},
             {"spec", {{"hard", std::move(hard)}}}};
   if (!used.is_null()) q["status"] = {{"hard", q["spec"]["hard"]}, {"used", std::move(used)}};
@@ -23,20 +24,29 @@ json quota(const std::string& ns, const std::string& name, json hard, json used 
 }
 
 json gpu_pod(const std::string& ns, const std::string& name, int gpus, const std::string& phase = "Running") {
-  return {{"metadata", {{"name", name}, {"namespace", ns}}},
-          {"spec", {{"containers", json::array({{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
-          {"status", {{"phase", phase}}}};
+  return {
+      {"metadata", {{"name", name}, {"namespace", ns}}},
+      {"spec",
+       {{"containers",
+         json::array({{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}}}}})}}},
+      {"status", {{"phase", phase}}}};
 }
 
 json failed_create(const std::string& ns, const std::string& job, const std::string& uid, const std::string& message,
                    const std::string& at, int count = 1) {
   return {{"metadata", {{"name", job + ".1"}, {"namespace", ns}}},
           {"involvedObject", {{"kind", "Job"}, {"name", job}, {"namespace", ns}, {"uid", uid}}},
-          {"type", "Warning"}, {"reason", "FailedCreate"}, {"message", message}, {"count", count}, {"lastTimestamp", at}};
+          {"type", "Warning"},
+          {"reason", "FailedCreate"},
+          {"message", message},
+          {"count", count},
+          {"lastTimestamp", at}};
 }
 
-json job(const std::string& ns, const std::string& name, const std::string& uid, int active = 0, bool complete = false) {
-  json j = {{"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}}, {"spec", {{"parallelism", 1}}},
+json job(const std::string& ns, const std::string& name, const std::string& uid, int active = 0,
+         bool complete = false) {
+  json j = {{"metadata", {{"name", name}, {"namespace", ns}, {"uid", uid}}},
+            {"spec", {{"parallelism", 1}}},
             {"status", json::object()}};
   if (active > 0) j["status"]["active"] = active;
   if (complete) j["status"]["conditions"] = json::array({{{"type", "Complete"}, {"status", "True"}}});
@@ -68,29 +78,37 @@ TEST_CASE("ops::classify_gpu_quota_key", "[quota]") {
 }
 
 TEST_CASE("ops::check_quota_keys flags every nvidia.com key without requests. with the fix", "[quota]") {
-  auto findings = ops::check_quota_keys(quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}, {"limits.nvidia.com/gpu", "2"},
-                                                                 {"requests.nvidia.com/gpu", "4"}, {"requests.cpu", "8"}}));
+  auto findings = ops::check_quota_keys(quota("team-a", "gpus",
+                                              {{"nvidia.com/gpu", "1"},
+                                               {"limits.nvidia.com/gpu", "2"},
+                                               {"requests.nvidia.com/gpu", "4"},
+                                               {"requests.cpu", "8"}}));
   REQUIRE(findings.size() == 2);
   CHECK(findings[0].key == "limits.nvidia.com/gpu");
   CHECK(findings[1].key == "nvidia.com/gpu");
   CHECK(findings[1].value == "1");
   CHECK(findings[1].replacement == "requests.nvidia.com/gpu");
   CHECK(findings[1].message ==
-        "quota team-a/gpus: key nvidia.com/gpu is never enforced by Kubernetes; use requests.nvidia.com/gpu (gpuctl quota fix team-a)");
+        "quota team-a/gpus: key nvidia.com/gpu is never enforced by Kubernetes; use requests.nvidia.com/gpu (gpuctl "
+        "quota fix team-a)");
   CHECK(ops::check_quota_keys(quota("team-a", "ok", {{"requests.nvidia.com/gpu", "4"}})).empty());
   CHECK(ops::check_quota_keys(json::object()).empty());
 }
 
 TEST_CASE("ops::build_quota_view from recorded objects", "[quota]") {
   ops::QuotaViewInput in;
-  in.quotas = {quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "4"}, {"requests.nvidia.com/mig-1g.10gb", "7"}, {"requests.cpu", "8"}},
-                     {{"requests.nvidia.com/gpu", "3"}, {"requests.nvidia.com/mig-1g.10gb", "0"}, {"requests.cpu", "1"}}, true),
-               quota("team-b", "gpus", {{"nvidia.com/gpu", "1"}}, {{}}),
-               quota("team-c", "fresh", {{"requests.nvidia.com/gpu", "2"}}),
-               quota("team-d", "cpu-only", {{"requests.cpu", "8"}})};
-  in.limit_ranges = {{{"metadata", {{"name", "gpuctl-gpu-limits"}, {"namespace", "team-a"}}},
-                      {"spec", {{"limits", json::array({{{"type", "Container"}, {"max", {{"nvidia.com/gpu", "2"}, {"cpu", "4"}}}},
-                                                        {{"type", "Pod"}, {"max", {{"nvidia.com/gpu", "3"}}}}})}}}}};
+  in.quotas = {
+      quota("team-a", "gpuctl-gpu-quota",
+            {{"requests.nvidia.com/gpu", "4"}, {"requests.nvidia.com/mig-1g.10gb", "7"}, {"requests.cpu", "8"}},
+            {{"requests.nvidia.com/gpu", "3"}, {"requests.nvidia.com/mig-1g.10gb", "0"}, {"requests.cpu", "1"}}, true),
+      quota("team-b", "gpus", {{"nvidia.com/gpu", "1"}}, {{}}),
+      quota("team-c", "fresh", {{"requests.nvidia.com/gpu", "2"}}),
+      quota("team-d", "cpu-only", {{"requests.cpu", "8"}})};
+  in.limit_ranges = {
+      {{"metadata", {{"name", "gpuctl-gpu-limits"}, {"namespace", "team-a"}}},
+       {"spec",
+        {{"limits", json::array({{{"type", "Container"}, {"max", {{"nvidia.com/gpu", "2"}, {"cpu", "4"}}}},
+                                 {{"type", "Pod"}, {"max", {{"nvidia.com/gpu", "3"}}}}})}}}}};
   in.pods = {gpu_pod("team-a", "p1", 3), gpu_pod("team-b", "p2", 2), gpu_pod("team-b", "done", 4, "Succeeded"),
              gpu_pod("team-e", "p3", 1), gpu_pod("team-f", "cpu", 0)};
   in.events = {failed_create("team-a", "train", "u1", kExceeded, "2026-12-02T10:00:00Z", 2),
@@ -145,8 +163,12 @@ TEST_CASE("ops::build_quota_view from recorded objects", "[quota]") {
   json doc = ops::to_json(list);
   CHECK(doc["apiVersion"] == "gpuctl.io/v1alpha1");
   CHECK(doc["kind"] == "GPUQuotaList");
-  CHECK(doc["items"][1]["quotas"][0]["resources"][0] ==
-        json{{"resource", "nvidia.com/gpu"}, {"key", "requests.nvidia.com/gpu"}, {"enforced", true}, {"hard", 4}, {"used", 3}, {"free", 1}});
+  CHECK(doc["items"][1]["quotas"][0]["resources"][0] == json{{"resource", "nvidia.com/gpu"},
+                                                             {"key", "requests.nvidia.com/gpu"},
+                                                             {"enforced", true},
+                                                             {"hard", 4},
+                                                             {"used", 3},
+                                                             {"free", 1}});
   CHECK(doc["items"][1]["maxPerPod"] == 3);
   CHECK(doc["items"][1]["heldBack"][0]["denial"] == "QuotaExceeded");
   CHECK(doc["items"][3]["quotas"][0]["resources"][0]["used"].is_null());
@@ -173,7 +195,8 @@ TEST_CASE("ops::build_gpu_quota and build_gpu_limit_range golden objects", "[quo
 }
 
 TEST_CASE("ops::parse_quota_spec validates every flag with the fix", "[quota]") {
-  auto ok = ops::parse_quota_spec("team-a", "8", std::string_view("4"), {"nvidia.com/mig-2g.20gb=1", "nvidia.com/mig-1g.10gb=7"});
+  auto ok = ops::parse_quota_spec("team-a", "8", std::string_view("4"),
+                                  {"nvidia.com/mig-2g.20gb=1", "nvidia.com/mig-1g.10gb=7"});
   REQUIRE(ok);
   CHECK(ok->gpus == 8);
   CHECK(ok->max_per_pod == 4);
@@ -188,18 +211,39 @@ TEST_CASE("ops::parse_quota_spec validates every flag with the fix", "[quota]") 
     std::string message;
   };
   for (const auto& b : std::vector<Bad>{
-           {"team-a", "-1", std::nullopt, {}, "--gpus \"-1\": give the number of GPUs the namespace may request in all, a whole number of 0 or more (e.g. --gpus 8)"},
+           {"team-a",
+            "-1",
+            std::nullopt,
+            {},
+            "--gpus \"-1\": give the number of GPUs the namespace may request in all, a whole number of 0 or more "
+            "(e.g. --gpus 8)"},
            {"team-a", "1.5", std::nullopt, {}, ""},
-           {"team-a", "2", std::string("x"), {}, "--max-per-pod \"x\": give the most GPUs one pod may request, a whole number of 0 or more (e.g. --max-per-pod 4)"},
-           {"team-a", "2", std::nullopt, {"requests.nvidia.com/mig-1g.10gb=2"},
+           {"team-a",
+            "2",
+            std::string("x"),
+            {},
+            "--max-per-pod \"x\": give the most GPUs one pod may request, a whole number of 0 or more (e.g. "
+            "--max-per-pod 4)"},
+           {"team-a",
+            "2",
+            std::nullopt,
+            {"requests.nvidia.com/mig-1g.10gb=2"},
             "--resource \"requests.nvidia.com/mig-1g.10gb=2\": give the resource name without the \"requests.\" prefix "
             "(--resource nvidia.com/mig-1g.10gb=2); gpuctl writes the requests. key, the only one Kubernetes enforces"},
            {"team-a", "2", std::nullopt, {"limits.nvidia.com/gpu=2"}, ""},
-           {"team-a", "2", std::nullopt, {"nvidia.com/gpu=2"}, "--resource \"nvidia.com/gpu=2\": whole GPUs are set with --gpus 2"},
+           {"team-a",
+            "2",
+            std::nullopt,
+            {"nvidia.com/gpu=2"},
+            "--resource \"nvidia.com/gpu=2\": whole GPUs are set with --gpus 2"},
            {"team-a", "2", std::nullopt, {"cpu=2"}, ""},
            {"team-a", "2", std::nullopt, {"nvidia.com/mig-1g.10gb"}, ""},
            {"team-a", "2", std::nullopt, {"nvidia.com/mig-1g.10gb=1.5"}, ""},
-           {"team-a", "2", std::nullopt, {"nvidia.com/x=1", "nvidia.com/x=2"}, "--resource nvidia.com/x is given twice: give each resource once"},
+           {"team-a",
+            "2",
+            std::nullopt,
+            {"nvidia.com/x=1", "nvidia.com/x=2"},
+            "--resource nvidia.com/x is given twice: give each resource once"},
            {"Team_A", "2", std::nullopt, {}, ""}}) {
     CAPTURE(b.ns, b.gpus, b.resources);
     std::optional<std::string_view> max;
@@ -219,7 +263,8 @@ TEST_CASE("ops::plan_managed_object creates, leaves alone, reconfigures, refuses
   CHECK(created->action == ops::ApplyAction::create);
   CHECK(created->object == desired);
 
-  json existing = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2000m"}}, {{"requests.nvidia.com/gpu", "1"}}, true);
+  json existing = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2000m"}},
+                        {{"requests.nvidia.com/gpu", "1"}}, true);
   auto same = ops::plan_managed_object(desired, existing);
   REQUIRE(same);
   CHECK(same->action == ops::ApplyAction::unchanged);  // 2000m is 2
@@ -237,7 +282,8 @@ TEST_CASE("ops::plan_managed_object creates, leaves alone, reconfigures, refuses
   auto refused = ops::plan_managed_object(desired, theirs);
   REQUIRE_FALSE(refused);
   CHECK(refused.error().message ==
-        "resourcequota team-a/gpuctl-gpu-quota exists but gpuctl did not create it (no label app.kubernetes.io/managed-by=gpuctl): "
+        "resourcequota team-a/gpuctl-gpu-quota exists but gpuctl did not create it (no label "
+        "app.kubernetes.io/managed-by=gpuctl): "
         "delete or rename it, or add the label to let gpuctl manage it");
 }
 
@@ -245,25 +291,29 @@ TEST_CASE("ops::below_use_warnings names the numbers", "[quota]") {
   ops::QuotaSpec spec{"team-a", 2, std::nullopt, {{"nvidia.com/mig-1g.10gb", 7}}};
   auto w = ops::below_use_warnings(spec, {{"nvidia.com/gpu", 3}, {"nvidia.com/mig-1g.10gb", 7}});
   REQUIRE(w.size() == 1);
-  CHECK(w[0] == "namespace team-a already uses 3 requests.nvidia.com/gpu, more than the new quota of 2: running pods stay, "
-                "new pods asking for nvidia.com/gpu are refused until fewer than 2 are in use");
+  CHECK(w[0] ==
+        "namespace team-a already uses 3 requests.nvidia.com/gpu, more than the new quota of 2: running pods stay, "
+        "new pods asking for nvidia.com/gpu are refused until fewer than 2 are in use");
   CHECK(ops::below_use_warnings(spec, {{"nvidia.com/gpu", 2}}).empty());
 }
 
 TEST_CASE("ops::plan_quota_fix rewrites to requests. keeping the stricter value", "[quota]") {
-  auto plain = ops::plan_quota_fix(quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}, {"requests.cpu", "4"}}, {{"requests.cpu", "0"}}));
+  auto plain = ops::plan_quota_fix(
+      quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}, {"requests.cpu", "4"}}, {{"requests.cpu", "0"}}));
   REQUIRE(plain);
   CHECK(plain->object["spec"]["hard"] == json{{"requests.nvidia.com/gpu", "1"}, {"requests.cpu", "4"}});
   CHECK(plain->object["metadata"]["resourceVersion"] == "10");
   CHECK_FALSE(plain->object.contains("status"));
   CHECK(plain->changes == std::vector<std::string>{"nvidia.com/gpu=1 -> requests.nvidia.com/gpu=1"});
 
-  auto both = ops::plan_quota_fix(quota("team-a", "gpus", {{"nvidia.com/gpu", "8"}, {"limits.nvidia.com/gpu", "2"}, {"requests.nvidia.com/gpu", "4"}}));
+  auto both = ops::plan_quota_fix(quota(
+      "team-a", "gpus", {{"nvidia.com/gpu", "8"}, {"limits.nvidia.com/gpu", "2"}, {"requests.nvidia.com/gpu", "4"}}));
   REQUIRE(both);
   CHECK(both->object["spec"]["hard"] == json{{"requests.nvidia.com/gpu", "2"}});
-  CHECK(both->changes == std::vector<std::string>{
-                             "limits.nvidia.com/gpu=2 -> requests.nvidia.com/gpu=2 (stricter than requests.nvidia.com/gpu=4)",
-                             "nvidia.com/gpu=8 removed (requests.nvidia.com/gpu=2 is as strict or stricter)"});
+  CHECK(both->changes ==
+        std::vector<std::string>{
+            "limits.nvidia.com/gpu=2 -> requests.nvidia.com/gpu=2 (stricter than requests.nvidia.com/gpu=4)",
+            "nvidia.com/gpu=8 removed (requests.nvidia.com/gpu=2 is as strict or stricter)"});
   CHECK_FALSE(ops::plan_quota_fix(quota("team-a", "ok", {{"requests.nvidia.com/gpu", "4"}})));
 }
 
@@ -272,9 +322,12 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
   ops::QuotaSpec spec{"team-a", 2, std::nullopt, {}};
   {
     FakeClient c;
-    c.fake->on("GET", path, json_answer(404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
-    c.fake->on("GET", path, json_answer(404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
-    c.fake->on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, json{{"items", {gpu_pod("team-a", "p", 3)}}, {"metadata", json::object()}}.dump()));
+    c.fake->on("GET", path,
+               json_answer(404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
+    c.fake->on("GET", path,
+               json_answer(404, R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})"));
+    c.fake->on("GET", "/api/v1/namespaces/team-a/pods",
+               json_answer(200, json{{"items", {gpu_pod("team-a", "p", 3)}}, {"metadata", json::object()}}.dump()));
     c.fake->on("POST", "/api/v1/namespaces/team-a/resourcequotas", json_answer(201, ops::build_gpu_quota(spec).dump()));
     auto r = ops::set_quota(*c.client, spec, ops::DryRun::none);
     REQUIRE(r);
@@ -286,13 +339,17 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
   }
   {
     FakeClient c;
-    json old = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "4"}}, {{"requests.nvidia.com/gpu", "1"}}, true);
+    json old = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "4"}},
+                     {{"requests.nvidia.com/gpu", "1"}}, true);
     json newer = old;
     newer["metadata"]["resourceVersion"] = "11";
     c.fake->on("GET", path, json_answer(200, old.dump()));
     c.fake->on("GET", path, json_answer(200, old.dump()));
     c.fake->on("GET", path, json_answer(200, newer.dump()));
-    c.fake->on("PUT", path, json_answer(409, R"({"kind":"Status","code":409,"reason":"Conflict","message":"the object has been modified"})"));
+    c.fake->on(
+        "PUT", path,
+        json_answer(409,
+                    R"({"kind":"Status","code":409,"reason":"Conflict","message":"the object has been modified"})"));
     c.fake->on("PUT", path, json_answer(200, newer.dump()));
     auto r = ops::set_quota(*c.client, spec, ops::DryRun::none);
     REQUIRE(r);
@@ -304,7 +361,8 @@ TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict aft
   }
   {
     FakeClient c;  // client dry run: reads only
-    json same = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, {{"requests.nvidia.com/gpu", "1"}}, true);
+    json same = quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}},
+                      {{"requests.nvidia.com/gpu", "1"}}, true);
     c.fake->on("GET", path, json_answer(200, same.dump()));
     c.fake->on("GET", path, json_answer(200, same.dump()));
     auto r = ops::set_quota(*c.client, spec, ops::DryRun::client);
@@ -320,7 +378,9 @@ TEST_CASE("ops::delete_quota deletes only gpuctl's objects and names the others"
   const std::string not_found = R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})";
   {
     FakeClient c;
-    c.fake->on("GET", qpath, json_answer(200, quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, nullptr, true).dump()));
+    c.fake->on("GET", qpath,
+               json_answer(
+                   200, quota("team-a", "gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, nullptr, true).dump()));
     c.fake->on("DELETE", qpath, json_answer(200, R"({"kind":"Status","status":"Success"})"));
     c.fake->on("GET", lpath, json_answer(404, not_found));
     auto r = ops::delete_quota(*c.client, "team-a", ops::DryRun::none);
@@ -335,12 +395,15 @@ TEST_CASE("ops::delete_quota deletes only gpuctl's objects and names the others"
     c.fake->on("GET", qpath, json_answer(404, not_found));
     c.fake->on("GET", lpath, json_answer(404, not_found));
     c.fake->on("GET", "/api/v1/namespaces/team-a/resourcequotas",
-               json_answer(200, json{{"items", {quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}})}}, {"metadata", json::object()}}.dump()));
+               json_answer(200, json{{"items", {quota("team-a", "gpus", {{"nvidia.com/gpu", "1"}})}},
+                                     {"metadata", json::object()}}
+                                    .dump()));
     auto r = ops::delete_quota(*c.client, "team-a", ops::DryRun::none);
     REQUIRE_FALSE(r);
     CHECK(r.error().is_not_found());
     CHECK(r.error().message ==
-          "namespace team-a has no gpuctl quota (no resourcequota/gpuctl-gpu-quota or limitrange/gpuctl-gpu-limits with label "
+          "namespace team-a has no gpuctl quota (no resourcequota/gpuctl-gpu-quota or limitrange/gpuctl-gpu-limits "
+          "with label "
           "app.kubernetes.io/managed-by=gpuctl); gpuctl leaves objects it did not create alone: resourcequota/gpus "
           "(delete them with kubectl delete -n team-a ...)");
     CHECK(c.fake->count("DELETE") == 0);

@@ -10,10 +10,13 @@ using json = nlohmann::json;
 
 namespace {
 
-json list(std::vector<json> items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", json::object()}, {"items", std::move(items)}}; }
+json list(std::vector<json> items) {
+  return {{"apiVersion", "v1"}, {"kind", "List"}, {"metadata", json::object()}, {"items", std::move(items)}};
+}
 
 json quota(const std::string& name, json hard, json used = nullptr, bool managed = false) {
-  json q = {{"apiVersion", "v1"}, {"kind", "ResourceQuota"},
+  json q = {{"apiVersion", "v1"},
+            {"kind", "ResourceQuota"},
             {"metadata", {{"name", name}, {"namespace", "team-a"}, {"resourceVersion", "7"}, {"uid", "u-" + name}}},
             {"spec", {{"hard", std::move(hard)}}}};
   if (!used.is_null()) q["status"] = {{"used", std::move(used)}};
@@ -34,13 +37,15 @@ void serve_view(CliHarness& h, std::vector<json> quotas) {
 
 TEST_CASE("cli: quota shows hard, used, free and a bar, and warns about ineffective keys", "[quota][cli]") {
   CliHarness h;
-  serve_view(h, {quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "4"}}, {{"requests.nvidia.com/gpu", "3"}}, true),
-                 quota("old", {{"nvidia.com/gpu", "1"}})});
+  serve_view(h,
+             {quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "4"}}, {{"requests.nvidia.com/gpu", "3"}}, true),
+              quota("old", {{"nvidia.com/gpu", "1"}})});
   auto r = h.run({"quota", "-n", "team-a"});
   REQUIRE(r.exit_code == 0);
   CHECK(h.fake().unexpected().empty());
   CHECK(r.out ==
-        "NAMESPACE   QUOTA              RESOURCE   USED   HARD   FREE   USAGE                           MAX/POD   HELD-BACK\n"
+        "NAMESPACE   QUOTA              RESOURCE   USED   HARD   FREE   USAGE                           MAX/POD   "
+        "HELD-BACK\n"
         "team-a      gpuctl-gpu-quota   gpu        3      4      1      [########--]                    -         0\n"
         "team-a      old                gpu        0      1      -      NOT ENFORCED (nvidia.com/gpu)   -         0\n");
   CHECK(r.err ==
@@ -80,9 +85,13 @@ TEST_CASE("cli: quota set --dry-run=client sends nothing and prints the objects"
   CliHarness text;
   text.fake()
       .on("GET", "/api/v1/namespaces/team-a/resourcequotas/gpuctl-gpu-quota",
-          json_answer(200, quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, {{"requests.nvidia.com/gpu", "0"}}, true).dump()))
+          json_answer(200, quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}},
+                                 {{"requests.nvidia.com/gpu", "0"}}, true)
+                               .dump()))
       .on("GET", "/api/v1/namespaces/team-a/resourcequotas/gpuctl-gpu-quota",
-          json_answer(200, quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}}, {{"requests.nvidia.com/gpu", "0"}}, true).dump()));
+          json_answer(200, quota("gpuctl-gpu-quota", {{"requests.nvidia.com/gpu", "2"}},
+                                 {{"requests.nvidia.com/gpu", "0"}}, true)
+                               .dump()));
   auto t = text.run({"quota", "set", "team-a", "--gpus", "2"});
   CHECK(t.exit_code == 0);
   CHECK(t.out == "resourcequota/gpuctl-gpu-quota unchanged\n");
@@ -90,15 +99,18 @@ TEST_CASE("cli: quota set --dry-run=client sends nothing and prints the objects"
 
 TEST_CASE("cli: quota fix --dry-run names the change and writes nothing", "[quota][cli]") {
   CliHarness h;
-  h.fake().on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({quota("old", {{"nvidia.com/gpu", "1"}})}).dump()));
+  h.fake().on("GET", "/api/v1/namespaces/team-a/resourcequotas",
+              json_answer(200, list({quota("old", {{"nvidia.com/gpu", "1"}})}).dump()));
   auto r = h.run({"quota", "fix", "team-a", "--dry-run"});
   REQUIRE(r.exit_code == 0);
-  CHECK(r.out == "resourcequota/old configured (namespace team-a): nvidia.com/gpu=1 -> requests.nvidia.com/gpu=1 (dry run)\n");
+  CHECK(r.out ==
+        "resourcequota/old configured (namespace team-a): nvidia.com/gpu=1 -> requests.nvidia.com/gpu=1 (dry run)\n");
   CHECK(h.fake().requests().size() == 1);
 
   CliHarness f;
   f.fake()
-      .on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({quota("old", {{"nvidia.com/gpu", "1"}})}).dump()))
+      .on("GET", "/api/v1/namespaces/team-a/resourcequotas",
+          json_answer(200, list({quota("old", {{"nvidia.com/gpu", "1"}})}).dump()))
       .on("PUT", "/api/v1/namespaces/team-a/resourcequotas/old",
           json_answer(500, R"({"kind":"Status","code":500,"reason":"InternalError","message":"etcd is sad"})"));
   auto failed = f.run({"quota", "fix", "team-a"});

@@ -2,9 +2,9 @@
 // and reading probe runs into per-node outcomes grouped as dshbak -c groups them.
 #include <catch2/catch.hpp>
 
+#include "fakes/fake_ssh_runner.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ssh/ssh.hpp"
-#include "fakes/fake_ssh_runner.hpp"
 #include "test_drain_support.hpp"
 
 using namespace gpuctl;
@@ -29,9 +29,28 @@ TEST_CASE("ssh argv: batch mode, timeouts, the user's options, then -- ADDRESS C
   s.options = {"ProxyJump=bastion"};
   s.connect_timeout = 2500ms;
   auto argv = ssh::ssh_argv(s, "10.0.0.7", "sh -c 'x'");
-  CHECK(argv == std::vector<std::string>{"ssh", "-F", "/etc/gpuctl/ssh_config", "-o", "BatchMode=yes", "-o", "ConnectTimeout=3",
-                                         "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-l", "ubuntu", "-p",
-                                         "2222", "-i", "/keys/id", "-o", "ProxyJump=bastion", "--", "10.0.0.7", "sh -c 'x'"});
+  CHECK(argv == std::vector<std::string>{"ssh",
+                                         "-F",
+                                         "/etc/gpuctl/ssh_config",
+                                         "-o",
+                                         "BatchMode=yes",
+                                         "-o",
+                                         "ConnectTimeout=3",
+                                         "-o",
+                                         "ServerAliveInterval=5",
+                                         "-o",
+                                         "ServerAliveCountMax=3",
+                                         "-l",
+                                         "ubuntu",
+                                         "-p",
+                                         "2222",
+                                         "-i",
+                                         "/keys/id",
+                                         "-o",
+                                         "ProxyJump=bastion",
+                                         "--",
+                                         "10.0.0.7",
+                                         "sh -c 'x'"});
   CHECK(ssh::validate(s));
   s.options = {"novalue"};
   CHECK_FALSE(ssh::validate(s));
@@ -47,19 +66,25 @@ TEST_CASE("ssh failures are classified from OpenSSH's own messages", "[ssh]") {
     ssh::HostOutcome outcome;
   };
   for (const auto& c : std::vector<Case>{
-           {ssh_run(255, "ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n"), ssh::HostOutcome::unreachable},
-           {ssh_run(255, "ssh: connect to host 10.1.2.3 port 22: Connection refused\r\n"), ssh::HostOutcome::unreachable},
+           {ssh_run(255, "ssh: connect to host 10.1.2.3 port 22: Connection timed out\r\n"),
+            ssh::HostOutcome::unreachable},
+           {ssh_run(255, "ssh: connect to host 10.1.2.3 port 22: Connection refused\r\n"),
+            ssh::HostOutcome::unreachable},
            {ssh_run(255, "ssh: connect to host 10.1.2.3 port 22: No route to host\r\n"), ssh::HostOutcome::unreachable},
-           {ssh_run(255, "ssh: Could not resolve hostname gpu-9: Name or service not known\r\n"), ssh::HostOutcome::unreachable},
+           {ssh_run(255, "ssh: Could not resolve hostname gpu-9: Name or service not known\r\n"),
+            ssh::HostOutcome::unreachable},
            {ssh_run(255, "root@10.1.2.3: Permission denied (publickey).\r\n"), ssh::HostOutcome::auth_failed},
            {ssh_run(255,
                     "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
                     "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
                     "Host key verification failed.\r\n"),
             ssh::HostOutcome::host_key_mismatch},
-           {ssh_run(255, "No ED25519 host key is known for 10.1.2.3 and you have requested strict checking.\r\nHost key verification failed.\r\n"),
+           {ssh_run(255,
+                    "No ED25519 host key is known for 10.1.2.3 and you have requested strict checking.\r\nHost key "
+                    "verification failed.\r\n"),
             ssh::HostOutcome::host_key_mismatch},
-           {ssh_run(255, "kex_exchange_identification: read: Connection reset by peer\r\n"), ssh::HostOutcome::unreachable},
+           {ssh_run(255, "kex_exchange_identification: read: Connection reset by peer\r\n"),
+            ssh::HostOutcome::unreachable},
            {ssh_run(255, "Bad configuration option: frobnicate\n"), ssh::HostOutcome::ssh_error},
            {ssh_run(-1, "", true), ssh::HostOutcome::timed_out},
            {ssh_run(0, ""), ssh::HostOutcome::ok},
@@ -91,7 +116,8 @@ TEST_CASE("ssh failures: an unknown stderr line is kept as valid UTF-8 and bound
 TEST_CASE("ssh addresses: from the node's addresses, labels, annotations or a template, never an option", "[ssh]") {
   using gpuctl::testing::nodeadmin::node;
   auto n = node("gpu-3");
-  n["status"]["addresses"] = {{{"type", "InternalIP"}, {"address", "10.0.0.3"}}, {{"type", "Hostname"}, {"address", "gpu-3"}}};
+  n["status"]["addresses"] = {{{"type", "InternalIP"}, {"address", "10.0.0.3"}},
+                              {{"type", "Hostname"}, {"address", "gpu-3"}}};
   n["metadata"]["labels"]["ssh.example.com/host"] = "bmc-3.example.com";
   n["metadata"]["annotations"]["evil"] = "-oProxyCommand=touch /tmp/pwned";
   auto address = [&](const char* rule) { return ssh::node_ssh_address(n, *ssh::parse_address_rule(rule)); };
@@ -100,7 +126,8 @@ TEST_CASE("ssh addresses: from the node's addresses, labels, annotations or a te
   CHECK(*address("name") == "gpu-3");
   CHECK(*address("label:ssh.example.com/host") == "bmc-3.example.com");
   CHECK(*address("{name}.gpu.example.com") == "gpu-3.gpu.example.com");
-  CHECK(address("external-ip").error().message == "node gpu-3 has no ExternalIP address to reach it at: choose another --ssh-host-from");
+  CHECK(address("external-ip").error().message ==
+        "node gpu-3 has no ExternalIP address to reach it at: choose another --ssh-host-from");
   CHECK_FALSE(address("annotation:evil"));
   CHECK_FALSE(ssh::parse_address_rule("bogus"));
 }
@@ -109,8 +136,10 @@ TEST_CASE("probe runs become per-node outcomes, and identical failures group wit
   ssh::SshSettings s;
   s.deadline = 5s;
   ops::ProbeTarget a{"a", "10.0.0.1", ""}, b{"b", "10.0.0.2", ""}, c{"c", "10.0.0.3", ""};
-  auto pa = ops::read_probe_run(a, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out\n"), s));
-  auto pb = ops::read_probe_run(b, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"), s));
+  auto pa = ops::read_probe_run(
+      a, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.1 port 22: Connection timed out\n"), s));
+  auto pb = ops::read_probe_run(
+      b, testing::classified_run(ssh_run(255, "ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"), s));
   auto pc = ops::read_probe_run(c, testing::classified_run(ssh_run(-1, "", true), s));
   CHECK(pa.outcome == "unreachable");
   CHECK(pc.outcome == "timed_out");

@@ -18,10 +18,11 @@ cli::EnvLookup env_of(const std::map<std::string, std::string>& vars) {
   };
 }
 
-const std::map<std::string, std::string> kSandbox = {
-    {"GPUCTL_SSH_CONFIG", "/sb/ssh/ssh_config"}, {"GPUCTL_SSH_IDENTITY", "/sb/ssh/id_ed25519"},
-    {"GPUCTL_SSH_USER", "root"},                 {"GPUCTL_SSH_PORT", "20022"},
-    {"GPUCTL_SSH_KNOWN_HOSTS", "/sb/ssh/known_hosts"}};
+const std::map<std::string, std::string> kSandbox = {{"GPUCTL_SSH_CONFIG", "/sb/ssh/ssh_config"},
+                                                     {"GPUCTL_SSH_IDENTITY", "/sb/ssh/id_ed25519"},
+                                                     {"GPUCTL_SSH_USER", "root"},
+                                                     {"GPUCTL_SSH_PORT", "20022"},
+                                                     {"GPUCTL_SSH_KNOWN_HOSTS", "/sb/ssh/known_hosts"}};
 
 }  // namespace
 

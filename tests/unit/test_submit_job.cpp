@@ -15,12 +15,14 @@ namespace {
 
 json gpu_node(const std::string& name, const std::string& product, int gpus, json taints = json::array(),
               const std::string& label_key = "nvidia.com/gpu.product", bool unschedulable = false) {
-  json node = {{"apiVersion", "v1"}, {"kind", "Node"},
+  json node = {{"apiVersion", "v1"},
+               {"kind", "Node"},
                {"metadata", {{"name", name}, {"labels", {{label_key, product}}}}},
                {"spec", json::object()},
-               {"status", {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                           {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
-                           {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+               {"status",
+                {{"capacity", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                 {"allocatable", {{"nvidia.com/gpu", std::to_string(gpus)}}},
+                 {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
   if (!taints.empty()) node["spec"]["taints"] = taints;
   if (unschedulable) node["spec"]["unschedulable"] = true;
   return node;
@@ -90,7 +92,8 @@ TEST_CASE("submit flags: each mistake is a usage error naming the flag", "[submi
       {[](SubmitFlags& f) { f.labels = {"team"}; }, "--label"},
       {[](SubmitFlags& f) { f.colocate_with = "app in (a"; }, "--colocate-with"},
       {[](SubmitFlags& f) { f.colocate_topology = "zone"; }, "--colocate-topology needs --colocate-with"},
-      {[](SubmitFlags& f) { f.gpu_resource = "requests.nvidia.com/gpu"; }, "name the resource itself, e.g. nvidia.com/gpu"},
+      {[](SubmitFlags& f) { f.gpu_resource = "requests.nvidia.com/gpu"; },
+       "name the resource itself, e.g. nvidia.com/gpu"},
       {[](SubmitFlags& f) { f.gpus = "0"; }, "--gpu-type needs --gpus of 1 or more"},
   };
   for (const auto& c : cases) {
@@ -121,9 +124,11 @@ TEST_CASE("gpu placement: an exact product, with the pool's taint and not one no
   auto p = gpuctl::ops::derive_gpu_placement(fleet(), "NVIDIA-A100-SXM4-80GB");
   CHECK(p.type_found);
   CHECK(p.products == std::vector<std::string>{"NVIDIA-A100-SXM4-80GB"});
-  CHECK(p.selector == std::map<std::string, std::vector<std::string>>{{"nvidia.com/gpu.product", {"NVIDIA-A100-SXM4-80GB"}}});
+  CHECK(p.selector ==
+        std::map<std::string, std::vector<std::string>>{{"nvidia.com/gpu.product", {"NVIDIA-A100-SXM4-80GB"}}});
   REQUIRE(p.tolerations.size() == 1);
-  CHECK(p.tolerations[0] == json{{"key", "nvidia.com/gpu"}, {"operator", "Equal"}, {"value", "present"}, {"effect", "NoSchedule"}});
+  CHECK(p.tolerations[0] ==
+        json{{"key", "nvidia.com/gpu"}, {"operator", "Equal"}, {"value", "present"}, {"effect", "NoSchedule"}});
 }
 
 TEST_CASE("gpu placement: a partial type matches every product of it, across label schemes", "[submit]") {
@@ -131,8 +136,9 @@ TEST_CASE("gpu placement: a partial type matches every product of it, across lab
   CHECK(a100.products == std::vector<std::string>{"NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-80GB"});
   CHECK(a100.selector.size() == 1);
   auto t4 = gpuctl::ops::derive_gpu_placement(fleet(), "T4");
-  CHECK(t4.selector == std::map<std::string, std::vector<std::string>>{
-                           {"cloud.google.com/gke-accelerator", {"nvidia-tesla-t4"}}, {"nvidia.com/gpu.product", {"Tesla-T4"}}});
+  CHECK(t4.selector ==
+        std::map<std::string, std::vector<std::string>>{{"cloud.google.com/gke-accelerator", {"nvidia-tesla-t4"}},
+                                                        {"nvidia.com/gpu.product", {"Tesla-T4"}}});
   CHECK(t4.tolerations.empty());  // the T4 nodes are not tainted
   auto none = gpuctl::ops::derive_gpu_placement(fleet(), "H100");
   CHECK_FALSE(none.type_found);
@@ -142,7 +148,9 @@ TEST_CASE("gpu placement: a partial type matches every product of it, across lab
 TEST_CASE("gpu placement: cordoned nodes do not decide the pool's taints", "[submit]") {
   std::vector<json> nodes = {
       gpu_node("h-0", "H100", 8, json::array({taint("pool", "h100", "NoSchedule")})),
-      gpu_node("h-1", "H100", 8, json::array({taint("pool", "h100", "NoSchedule"), taint("node.kubernetes.io/unschedulable", "", "NoSchedule")}),
+      gpu_node("h-1", "H100", 8,
+               json::array(
+                   {taint("pool", "h100", "NoSchedule"), taint("node.kubernetes.io/unschedulable", "", "NoSchedule")}),
                "nvidia.com/gpu.product", true),
   };
   auto p = gpuctl::ops::derive_gpu_placement(nodes, "H100");
@@ -189,7 +197,8 @@ TEST_CASE("submit: overrides replace every default", "[submit]") {
         json::parse(R"([{"matchExpressions":[{"key":"nvidia.com/gpu.product","operator":"In",
                         "values":["NVIDIA-A100-SXM4-40GB","NVIDIA-A100-SXM4-80GB"]}]}])"));
   CHECK(pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0] ==
-        json::parse(R"({"labelSelector":{"matchLabels":{"app":"param-server"}},"topologyKey":"kubernetes.io/hostname"})"));
+        json::parse(
+            R"({"labelSelector":{"matchLabels":{"app":"param-server"}},"topologyKey":"kubernetes.io/hostname"})"));
 }
 
 TEST_CASE("submit: a manifest is completed, and what it says stays", "[submit]") {
@@ -213,7 +222,8 @@ spec:
         image: pytorch
         resources:
           limits: {nvidia.com/gpu: 4}
-)", "job.yaml");
+)",
+                                               "job.yaml");
   REQUIRE(manifest);
   gpuctl::ops::SubmitFlags f;
   f.from_manifest = true;
@@ -231,7 +241,9 @@ spec:
   CHECK(pod["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == 4);
   CHECK(pod["tolerations"].size() == 1);  // "Exists" already tolerates the pool taint
   // The zone term ANDed with the GPU type.
-  CHECK(pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"].size() == 2);
+  CHECK(pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]
+           ["matchExpressions"]
+               .size() == 2);
 }
 
 TEST_CASE("submit: manifests that cannot be a GPU Job are refused with the fix", "[submit]") {
@@ -240,7 +252,8 @@ TEST_CASE("submit: manifests that cannot be a GPU Job are refused with the fix",
   auto spec = *gpuctl::ops::parse_submit_flags(f);
   auto placement = gpuctl::ops::derive_gpu_placement(fleet(), "");
   auto complete = [&](const char* yaml, bool explicit_ns = false) {
-    return gpuctl::ops::complete_job(*gpuctl::kube::parse_manifest(yaml, "job.yaml"), spec, placement, "ml", explicit_ns, "job.yaml");
+    return gpuctl::ops::complete_job(*gpuctl::kube::parse_manifest(yaml, "job.yaml"), spec, placement, "ml",
+                                     explicit_ns, "job.yaml");
   };
   auto deploy = complete("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n");
   REQUIRE_FALSE(deploy);
@@ -251,10 +264,15 @@ metadata: {name: x}
 spec: {template: {spec: {containers: [{name: c, image: i, resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}}]}}})");
   REQUIRE_FALSE(overcommit);
   CHECK_THAT(overcommit.error().message, Catch::Contains("make request and limit equal"));
-  auto other_ns = complete("apiVersion: batch/v1\nkind: Job\nmetadata: {name: x, namespace: prod}\nspec: {template: {spec: {containers: [{name: c, image: i}]}}}\n", true);
+  auto other_ns = complete(
+      "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x, namespace: prod}\nspec: {template: {spec: {containers: "
+      "[{name: c, image: i}]}}}\n",
+      true);
   REQUIRE_FALSE(other_ns);
   CHECK_THAT(other_ns.error().message, Catch::Contains("does not match -n"));
-  auto no_gpu = complete("apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: {template: {spec: {containers: [{name: c, image: i}]}}}\n");
+  auto no_gpu = complete(
+      "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: {template: {spec: {containers: [{name: c, image: "
+      "i}]}}}\n");
   REQUIRE(no_gpu);
   REQUIRE(no_gpu->warnings.size() == 1);
   CHECK_THAT(no_gpu->warnings[0], Catch::Contains("requests no GPUs"));
@@ -295,7 +313,8 @@ TEST_CASE("label selector: kubectl's syntax becomes a LabelSelector", "[submit]"
   CHECK_FALSE(gpuctl::kube::parse_label_selector("zone within (a)"));
 }
 
-TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse are usage errors naming the field", "[submit]") {
+TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse are usage errors naming the field",
+          "[submit]") {
   auto check = [](const std::string& spec_yaml) {
     std::string yaml = "apiVersion: batch/v1\nkind: Job\nmetadata: {name: x}\nspec: " + spec_yaml + "\n";
     return gpuctl::ops::check_manifest(*gpuctl::kube::parse_manifest(yaml, "job.yaml"), "job.yaml");
@@ -306,7 +325,8 @@ TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse
   };
   std::vector<Case> cases = {
       {R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: "-4"}}}]}}})",
-       "job.yaml: spec.template.spec.containers[0].resources.limits.nvidia.com/gpu \"-4\": expected a whole number of GPUs from 0 to 1024 (as --gpus)"},
+       "job.yaml: spec.template.spec.containers[0].resources.limits.nvidia.com/gpu \"-4\": expected a whole number of "
+       "GPUs from 0 to 1024 (as --gpus)"},
       {R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: "1.5"}}}]}}})",
        "nvidia.com/gpu \"1.5\": expected a whole number of GPUs"},
       {R"({template: {spec: {containers: [{name: c, image: i, resources: {requests: {cpu: "-1"}}}]}}})",
@@ -316,11 +336,15 @@ TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse
       {R"({template: {spec: {containers: [{name: c, image: i, resources: []}]}}})",
        "job.yaml: spec.template.spec.containers[0].resources is a list, expected an object"},
       {R"({template: {spec: {containers: {name: c}}}})", "spec.template.spec.containers is an object, expected a list"},
-      {R"({template: {spec: {containers: [{name: c, image: i, env: [{name: "1BAD", value: x}]}]}}})", "\"1BAD\" is not a valid variable name"},
-      {R"({backoffLimit: -1, template: {spec: {containers: [{name: c, image: i}]}}})", "spec.backoffLimit -1: expected a whole number from 0"},
+      {R"({template: {spec: {containers: [{name: c, image: i, env: [{name: "1BAD", value: x}]}]}}})",
+       "\"1BAD\" is not a valid variable name"},
+      {R"({backoffLimit: -1, template: {spec: {containers: [{name: c, image: i}]}}})",
+       "spec.backoffLimit -1: expected a whole number from 0"},
       {R"({backoffLimit: "2", template: {spec: {containers: [{name: c, image: i}]}}})", "spec.backoffLimit \"2\""},
-      {R"({activeDeadlineSeconds: 0, template: {spec: {containers: [{name: c, image: i}]}}})", "spec.activeDeadlineSeconds 0"},
-      {R"({template: {metadata: {labels: {"a b": x}}, spec: {containers: [{name: c, image: i}]}}})", "is not a valid label (as --label)"},
+      {R"({activeDeadlineSeconds: 0, template: {spec: {containers: [{name: c, image: i}]}}})",
+       "spec.activeDeadlineSeconds 0"},
+      {R"({template: {metadata: {labels: {"a b": x}}, spec: {containers: [{name: c, image: i}]}}})",
+       "is not a valid label (as --label)"},
       {"5", "job.yaml: spec is an integer, expected an object"},
   };
   for (const auto& c : cases) {
@@ -330,9 +354,11 @@ TEST_CASE("submit: a manifest's wrongly typed fields and values the flags refuse
     CHECK(r.error().code == gpuctl::Errc::invalid_argument);
     CHECK_THAT(r.error().message, Catch::Contains(c.message));
   }
-  CHECK(check(R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 8, cpu: 500m}}}]}}})"));
+  CHECK(check(
+      R"({template: {spec: {containers: [{name: c, image: i, resources: {limits: {nvidia.com/gpu: 8, cpu: 500m}}}]}}})"));
   CHECK(check(R"({template: {spec: {containers: [{name: c, image: i}]}}, status: null})"));
-  auto bad_name = gpuctl::ops::check_manifest(*gpuctl::kube::parse_manifest("apiVersion: batch/v1\nkind: Job\nmetadata: {name: 5}\n", "job.yaml"), "job.yaml");
+  auto bad_name = gpuctl::ops::check_manifest(
+      *gpuctl::kube::parse_manifest("apiVersion: batch/v1\nkind: Job\nmetadata: {name: 5}\n", "job.yaml"), "job.yaml");
   REQUIRE_FALSE(bad_name);
   CHECK(bad_name.error().message == "job.yaml: metadata.name is an integer, expected a string");
 }

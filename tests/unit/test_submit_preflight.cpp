@@ -80,18 +80,21 @@ TEST_CASE("gpu-capacity when no node of that product is schedulable", "[prefligh
   in.nodes = {cordoned(gpu_node("h1", kH100, 8))};
   f = ops::check_gpu_capacity(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "no schedulable node with product NVIDIA-H100-80GB-HBM3 has 8 GPUs: the only node of that product is "
-                        "not schedulable (cordoned)");
+  CHECK(f[0].message ==
+        "no schedulable node with product NVIDIA-H100-80GB-HBM3 has 8 GPUs: the only node of that product is "
+        "not schedulable (cordoned)");
 }
 
 TEST_CASE("gpu-capacity when no node matches the selector names the products there are", "[preflight]") {
   ops::PreflightInput in;
   in.job = job(1, h100_selector());
-  in.nodes = {gpu_node("a1", kA100, 8), gpu_node("a2", kA100, 8), gpu_node("l1", "NVIDIA-L4", 1), gpu_node("c1", "", 0)};
+  in.nodes = {gpu_node("a1", kA100, 8), gpu_node("a2", kA100, 8), gpu_node("l1", "NVIDIA-L4", 1),
+              gpu_node("c1", "", 0)};
   auto f = ops::check_gpu_capacity(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].message ==
-        "no node matches the job's placement nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (0 of 4 nodes); GPU products on the "
+        "no node matches the job's placement nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 (0 of 4 nodes); GPU products "
+        "on the "
         "nodes: nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB (2 nodes), nvidia.com/gpu.product=NVIDIA-L4 (1 node)");
 
   in.job = job(1, json{{"pool", "training"}});
@@ -103,15 +106,17 @@ TEST_CASE("gpu-capacity when no node matches the selector names the products the
 TEST_CASE("gpu-capacity with an affinity or no placement at all", "[preflight]") {
   ops::PreflightInput in;
   json j = job(16);
-  j["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"] =
-      json::array({{{"matchExpressions", json::array({{{"key", "nvidia.com/gpu.product"}, {"operator", "In"},
-                                                        {"values", {kH100, kA100}}}})}}});
+  j["spec"]["template"]["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+   ["nodeSelectorTerms"] = json::array(
+       {{{"matchExpressions",
+          json::array({{{"key", "nvidia.com/gpu.product"}, {"operator", "In"}, {"values", {kH100, kA100}}}})}}});
   in.job = j;
   in.nodes = {gpu_node("h1", kH100, 8), gpu_node("a1", kA100, 4), gpu_node("l1", "NVIDIA-L4", 32)};
   auto f = ops::check_gpu_capacity(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].message ==
-        "no schedulable node matching nvidia.com/gpu.product in (NVIDIA-H100-80GB-HBM3,NVIDIA-A100-SXM4-80GB) has 16 GPUs: "
+        "no schedulable node matching nvidia.com/gpu.product in (NVIDIA-H100-80GB-HBM3,NVIDIA-A100-SXM4-80GB) has 16 "
+        "GPUs: "
         "the largest has 8 (2 nodes matching, 2 schedulable)");
 
   in.job = job(64);
@@ -149,20 +154,23 @@ TEST_CASE("gpu-capacity over the real rke2 vGPU node", "[preflight]") {
   auto f = ops::check_gpu_capacity(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].message ==
-        "no schedulable node with product NVIDIA-A16-4Q has 2 GPUs: the largest has 1 (1 node of that product, 1 schedulable)");
+        "no schedulable node with product NVIDIA-A16-4Q has 2 GPUs: the largest has 1 (1 node of that product, 1 "
+        "schedulable)");
 }
 
 TEST_CASE("gpu-free-now warns when the GPUs exist but are busy", "[preflight]") {
   ops::PreflightInput in;
   in.job = job(8, h100_selector());
   in.nodes = {gpu_node("h1", kH100, 8), gpu_node("h2", kH100, 8), gpu_node("h3", kH100, 8), gpu_node("a1", kA100, 8)};
-  in.pods = {running_pod("p1", "h1", 4), running_pod("p2", "h2", 6), running_pod("p3", "h3", 8), running_pod("p4", "a1", 0)};
+  in.pods = {running_pod("p1", "h1", 4), running_pod("p2", "h2", 6), running_pod("p3", "h3", 8),
+             running_pod("p4", "a1", 0)};
   auto f = ops::check_gpu_free_now(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].check == "gpu-free-now");
   CHECK(f[0].severity == ops::FindingSeverity::warning);
-  CHECK(f[0].message == "the 8 GPUs per pod exist but are busy: at most 4 free on one node now (6 free across 3 nodes); "
-                        "the job will wait in Pending");
+  CHECK(f[0].message ==
+        "the 8 GPUs per pod exist but are busy: at most 4 free on one node now (6 free across 3 nodes); "
+        "the job will wait in Pending");
   CHECK_FALSE(ops::has_refusal(ops::run_preflight(in)));
 
   // Finished pods hold nothing.
@@ -179,8 +187,9 @@ TEST_CASE("gpu-free-now counts how many of the parallel pods fit now", "[preflig
   in.pods = {running_pod("p1", "h1", 6)};
   auto f = ops::check_gpu_free_now(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "only 2 of the job's 4 pods (4 GPUs each) fit on the GPUs free now (10 free across 2 nodes); "
-                        "the rest will wait in Pending");
+  CHECK(f[0].message ==
+        "only 2 of the job's 4 pods (4 GPUs each) fit on the GPUs free now (10 free across 2 nodes); "
+        "the rest will wait in Pending");
   // completions caps the pods that run at once; a suspended job starts none.
   j["spec"]["completions"] = 2;
   in.job = j;

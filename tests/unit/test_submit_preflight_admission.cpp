@@ -24,7 +24,8 @@ json quota(const std::string& name, json hard, json used = nullptr, json extra_s
 }
 
 json limit_range(const std::string& name, json item) {
-  return {{"metadata", {{"name", name}, {"namespace", "team-a"}}}, {"spec", {{"limits", json::array({std::move(item)})}}}};
+  return {{"metadata", {{"name", name}, {"namespace", "team-a"}}},
+          {"spec", {{"limits", json::array({std::move(item)})}}}};
 }
 
 json with_claim(json job, const std::string& volume, const std::string& claim) {
@@ -42,7 +43,9 @@ json claim(const std::string& name, const std::string& phase, const std::string&
   return c;
 }
 
-json list_of(std::vector<json> items) { return json{{"kind", "List"}, {"metadata", json::object()}, {"items", std::move(items)}}; }
+json list_of(std::vector<json> items) {
+  return json{{"kind", "List"}, {"metadata", json::object()}, {"items", std::move(items)}};
+}
 
 std::vector<std::string> messages(const std::vector<ops::PreflightFinding>& findings) {
   std::vector<std::string> out;
@@ -67,8 +70,9 @@ TEST_CASE("quota refuses a pod that would exceed it, with the numbers", "[prefli
   REQUIRE(f.size() == 1);
   CHECK(f[0].check == "quota");
   CHECK(f[0].severity == ops::FindingSeverity::refusal);
-  CHECK(f[0].message == "quota team-a/gpu allows 8 requests.nvidia.com/gpu, 6 in use, each pod of this job asks for 4; "
-                        "the API server would refuse its pods");
+  CHECK(f[0].message ==
+        "quota team-a/gpu allows 8 requests.nvidia.com/gpu, 6 in use, each pod of this job asks for 4; "
+        "the API server would refuse its pods");
 }
 
 TEST_CASE("quota refuses when the parallel pods together would exceed it", "[preflight]") {
@@ -79,8 +83,9 @@ TEST_CASE("quota refuses when the parallel pods together would exceed it", "[pre
   in.quotas = {quota("gpu", {{"requests.nvidia.com/gpu", "16"}}, {{"requests.nvidia.com/gpu", "6"}})};
   auto f = ops::check_quota(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "quota team-a/gpu allows 16 requests.nvidia.com/gpu, 6 in use, the job's 4 pods ask for 4 each (16): "
-                        "only 2 of them would be admitted");
+  CHECK(f[0].message ==
+        "quota team-a/gpu allows 16 requests.nvidia.com/gpu, 6 in use, the job's 4 pods ask for 4 each (16): "
+        "only 2 of them would be admitted");
   // Completions below parallelism: only that many run at once.
   j["spec"]["completions"] = 2;
   in.job = j;
@@ -107,21 +112,23 @@ TEST_CASE("quota warns about keys Kubernetes never enforces and about uncounted 
                quota("fresh", {{"requests.nvidia.com/gpu", "8"}})};
   auto f = ops::check_quota(in);
   CHECK_FALSE(ops::has_refusal(f));
-  CHECK(messages(f) == std::vector<std::string>{
-                           "warning: quota team-a/plain sets nvidia.com/gpu: 2, which Kubernetes accepts but never enforces "
-                           "(only requests.nvidia.com/gpu counts); gpuctl quota fix team-a rewrites it",
-                           "warning: quota team-a/plain sets limits.nvidia.com/gpu: 2, which Kubernetes accepts but never "
-                           "enforces (only requests.nvidia.com/gpu counts); gpuctl quota fix team-a rewrites it",
-                           "warning: quota team-a/fresh has not been counted yet (no status.used for "
-                           "requests.nvidia.com/gpu): the API server refuses pods until kube-controller-manager fills it in"});
+  CHECK(messages(f) ==
+        std::vector<std::string>{
+            "warning: quota team-a/plain sets nvidia.com/gpu: 2, which Kubernetes accepts but never enforces "
+            "(only requests.nvidia.com/gpu counts); gpuctl quota fix team-a rewrites it",
+            "warning: quota team-a/plain sets limits.nvidia.com/gpu: 2, which Kubernetes accepts but never "
+            "enforces (only requests.nvidia.com/gpu counts); gpuctl quota fix team-a rewrites it",
+            "warning: quota team-a/fresh has not been counted yet (no status.used for "
+            "requests.nvidia.com/gpu): the API server refuses pods until kube-controller-manager fills it in"});
 }
 
 TEST_CASE("quota applies only quotas whose scopes match the pod", "[preflight]") {
   ops::PreflightInput in;
   json full = {{"requests.nvidia.com/gpu", "8"}};
   json used = {{"requests.nvidia.com/gpu", "8"}};
-  json high = {{"scopeSelector", {{"matchExpressions", json::array({{{"scopeName", "PriorityClass"}, {"operator", "In"},
-                                                                     {"values", {"high"}}}})}}}};
+  json high = {{"scopeSelector",
+                {{"matchExpressions",
+                  json::array({{{"scopeName", "PriorityClass"}, {"operator", "In"}, {"values", {"high"}}}})}}}};
   in.quotas = {quota("high", full, used, high)};
 
   json j = job(1);
@@ -146,18 +153,21 @@ TEST_CASE("quota applies only quotas whose scopes match the pod", "[preflight]")
 TEST_CASE("limit-range refuses a container or pod over the maximum", "[preflight]") {
   ops::PreflightInput in;
   in.job = job(8);
-  in.limit_ranges = {limit_range("gpu-max", {{"type", "Container"}, {"max", {{"nvidia.com/gpu", "4"}}}, {"default", {{"nvidia.com/gpu", "4"}}}})};
+  in.limit_ranges = {limit_range(
+      "gpu-max", {{"type", "Container"}, {"max", {{"nvidia.com/gpu", "4"}}}, {"default", {{"nvidia.com/gpu", "4"}}}})};
   auto f = ops::check_limit_range(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].check == "limit-range");
-  CHECK(f[0].message == "LimitRange team-a/gpu-max allows at most 4 nvidia.com/gpu per container, container \"main\" asks for 8; "
-                        "the API server would refuse every pod");
+  CHECK(f[0].message ==
+        "LimitRange team-a/gpu-max allows at most 4 nvidia.com/gpu per container, container \"main\" asks for 8; "
+        "the API server would refuse every pod");
 
   in.limit_ranges = {limit_range("pod-max", {{"type", "Pod"}, {"max", {{"nvidia.com/gpu", "4"}}}})};
   f = ops::check_limit_range(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "LimitRange team-a/pod-max allows at most 4 nvidia.com/gpu per pod, each pod of this job asks for 8; "
-                        "the API server would refuse every pod");
+  CHECK(f[0].message ==
+        "LimitRange team-a/pod-max allows at most 4 nvidia.com/gpu per pod, each pod of this job asks for 8; "
+        "the API server would refuse every pod");
 
   in.job = job(4);
   CHECK(ops::check_limit_range(in).empty());
@@ -172,27 +182,31 @@ TEST_CASE("limit-range minimums and defaults for containers without GPUs", "[pre
   in.limit_ranges = {limit_range("gpu-min", {{"type", "Container"}, {"min", {{"nvidia.com/gpu", "2"}}}})};
   auto f = ops::check_limit_range(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "LimitRange team-a/gpu-min requires at least 2 nvidia.com/gpu per container, container \"main\" asks "
-                        "for 1; the API server would refuse every pod");
+  CHECK(f[0].message ==
+        "LimitRange team-a/gpu-min requires at least 2 nvidia.com/gpu per container, container \"main\" asks "
+        "for 1; the API server would refuse every pod");
 
   // A sidecar without GPUs gets the default a Container max implies.
   json j = job(4);
   j["spec"]["template"]["spec"]["containers"].push_back({{"name", "sidecar"}, {"image", "log:1"}});
   in.job = j;
-  in.limit_ranges = {limit_range("gpu-max", {{"type", "Container"}, {"max", {{"nvidia.com/gpu", "4"}}}, {"default", {{"nvidia.com/gpu", "4"}}}})};
+  in.limit_ranges = {limit_range(
+      "gpu-max", {{"type", "Container"}, {"max", {{"nvidia.com/gpu", "4"}}}, {"default", {{"nvidia.com/gpu", "4"}}}})};
   f = ops::check_limit_range(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].severity == ops::FindingSeverity::warning);
-  CHECK(f[0].message == "LimitRange team-a/gpu-max gives container \"sidecar\", which asks for no nvidia.com/gpu, the default "
-                        "of 4: each pod takes that many more");
+  CHECK(f[0].message ==
+        "LimitRange team-a/gpu-max gives container \"sidecar\", which asks for no nvidia.com/gpu, the default "
+        "of 4: each pod takes that many more");
 
   // A Pod-type maximum refuses pods that set no limit for it, as LimitRanger does.
   in.job = job(0);
   in.limit_ranges = {limit_range("pod-max", {{"type", "Pod"}, {"max", {{"nvidia.com/gpu", "4"}}}})};
   f = ops::check_limit_range(in);
   REQUIRE(f.size() == 1);
-  CHECK(f[0].message == "LimitRange team-a/pod-max limits nvidia.com/gpu per pod, and the API server refuses pods that set no "
-                        "nvidia.com/gpu limit, as this job's do");
+  CHECK(f[0].message ==
+        "LimitRange team-a/pod-max limits nvidia.com/gpu per pod, and the API server refuses pods that set no "
+        "nvidia.com/gpu limit, as this job's do");
 }
 
 TEST_CASE("volume-claim refuses a missing or unbound claim", "[preflight]") {
@@ -201,30 +215,34 @@ TEST_CASE("volume-claim refuses a missing or unbound claim", "[preflight]") {
   auto f = ops::check_volume_claims(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].check == "volume-claim");
-  CHECK(f[0].message == "PersistentVolumeClaim team-a/datasets (volume \"data\") does not exist: the pods would never start; "
-                        "create it first or fix --volume");
+  CHECK(f[0].message ==
+        "PersistentVolumeClaim team-a/datasets (volume \"data\") does not exist: the pods would never start; "
+        "create it first or fix --volume");
 
   in.claims["datasets"] = claim("datasets", "Bound");
   CHECK(ops::check_volume_claims(in).empty());
 
   in.claims["datasets"] = claim("datasets", "Lost");
   CHECK(messages(ops::check_volume_claims(in)) ==
-        std::vector<std::string>{"refusal: PersistentVolumeClaim team-a/datasets is Lost, not Bound: the pods would never start; "
-                                 "fix or recreate the claim"});
+        std::vector<std::string>{
+            "refusal: PersistentVolumeClaim team-a/datasets is Lost, not Bound: the pods would never start; "
+            "fix or recreate the claim"});
 
   in.claims["datasets"] = claim("datasets", "Pending", "fast");
   in.storage_classes["fast"] = json{{"metadata", {{"name", "fast"}}}, {"volumeBindingMode", "Immediate"}};
   CHECK(messages(ops::check_volume_claims(in)) ==
-        std::vector<std::string>{"refusal: PersistentVolumeClaim team-a/datasets is Pending, not Bound (storage class fast binds "
-                                 "Immediate): the pods would wait until it binds"});
+        std::vector<std::string>{
+            "refusal: PersistentVolumeClaim team-a/datasets is Pending, not Bound (storage class fast binds "
+            "Immediate): the pods would wait until it binds"});
 
   in.storage_classes["fast"]["volumeBindingMode"] = "WaitForFirstConsumer";
   CHECK(ops::check_volume_claims(in).empty());  // binds when the pod is scheduled
 
   in.storage_classes.clear();
   CHECK(messages(ops::check_volume_claims(in)) ==
-        std::vector<std::string>{"refusal: PersistentVolumeClaim team-a/datasets is Pending and its storage class fast does not "
-                                 "exist: it will never bind"});
+        std::vector<std::string>{
+            "refusal: PersistentVolumeClaim team-a/datasets is Pending and its storage class fast does not "
+            "exist: it will never bind"});
   in.unreadable_storage_classes.insert("fast");
   auto w = ops::check_volume_claims(in);
   REQUIRE(w.size() == 1);
@@ -232,7 +250,8 @@ TEST_CASE("volume-claim refuses a missing or unbound claim", "[preflight]") {
 
   in.claims["datasets"]["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
   CHECK(messages(ops::check_volume_claims(in)) ==
-        std::vector<std::string>{"refusal: PersistentVolumeClaim team-a/datasets is being deleted: the pods would never start"});
+        std::vector<std::string>{
+            "refusal: PersistentVolumeClaim team-a/datasets is being deleted: the pods would never start"});
 }
 
 TEST_CASE("volume-claim warns when a ReadWriteOnce claim is mounted elsewhere", "[preflight]") {
@@ -245,8 +264,9 @@ TEST_CASE("volume-claim warns when a ReadWriteOnce claim is mounted elsewhere", 
   auto f = ops::check_volume_claims(in);
   REQUIRE(f.size() == 1);
   CHECK(f[0].severity == ops::FindingSeverity::warning);
-  CHECK(f[0].message == "PersistentVolumeClaim team-a/ckpt is ReadWriteOnce and already mounted by pod team-a/old-train on node "
-                        "h7: pods of this job placed on another node cannot attach it");
+  CHECK(f[0].message ==
+        "PersistentVolumeClaim team-a/ckpt is ReadWriteOnce and already mounted by pod team-a/old-train on node "
+        "h7: pods of this job placed on another node cannot attach it");
   in.claims["ckpt"] = claim("ckpt", "Bound", "", {"ReadWriteMany"});
   CHECK(ops::check_volume_claims(in).empty());
 }
@@ -277,14 +297,21 @@ TEST_CASE("collect_preflight_input reads nodes, bound pods, quotas, limit ranges
   fake.on("GET", kube::paths::nodes(), json_answer(200, list_of({gpu_node("h1", kH100, 8)}).dump()));
   fake.on("GET", kube::paths::pods(), json_answer(200, list_of({running_pod("p", "h1", 4)}).dump()),
           "fieldSelector=spec.nodeName");
-  fake.on("GET", kube::paths::resource_quotas("team-a"),
-          json_answer(200, list_of({quota("gpu", {{"requests.nvidia.com/gpu", "8"}}, {{"requests.nvidia.com/gpu", "0"}})}).dump()));
+  fake.on(
+      "GET", kube::paths::resource_quotas("team-a"),
+      json_answer(
+          200, list_of({quota("gpu", {{"requests.nvidia.com/gpu", "8"}}, {{"requests.nvidia.com/gpu", "0"}})}).dump()));
   fake.on("GET", kube::paths::limit_ranges("team-a"), json_answer(200, list_of({}).dump()));
-  fake.on("GET", kube::paths::persistent_volume_claim("team-a", "data"), json_answer(200, claim("data", "Pending", "wffc").dump()));
-  fake.on("GET", kube::paths::persistent_volume_claim("team-a", "gone"),
-          json_answer(404, R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"persistentvolumeclaims \"gone\" not found","reason":"NotFound","code":404})"));
-  fake.on("GET", kube::paths::storage_class("wffc"),
-          json_answer(200, json{{"metadata", {{"name", "wffc"}}}, {"volumeBindingMode", "WaitForFirstConsumer"}}.dump()));
+  fake.on("GET", kube::paths::persistent_volume_claim("team-a", "data"),
+          json_answer(200, claim("data", "Pending", "wffc").dump()));
+  fake.on(
+      "GET", kube::paths::persistent_volume_claim("team-a", "gone"),
+      json_answer(
+          404,
+          R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"persistentvolumeclaims \"gone\" not found","reason":"NotFound","code":404})"));
+  fake.on(
+      "GET", kube::paths::storage_class("wffc"),
+      json_answer(200, json{{"metadata", {{"name", "wffc"}}}, {"volumeBindingMode", "WaitForFirstConsumer"}}.dump()));
 
   json j = with_claim(with_claim(job(4), "d", "data"), "g", "gone");
   auto in = ops::collect_preflight_input(*fc.client, j);
@@ -302,19 +329,23 @@ TEST_CASE("collect_preflight_input reads nodes, bound pods, quotas, limit ranges
 
   auto findings = ops::run_preflight(*in);
   CHECK(messages(findings) ==
-        std::vector<std::string>{"refusal: PersistentVolumeClaim team-a/gone (volume \"g\") does not exist: the pods would never "
-                                 "start; create it first or fix --volume"});
+        std::vector<std::string>{
+            "refusal: PersistentVolumeClaim team-a/gone (volume \"g\") does not exist: the pods would never "
+            "start; create it first or fix --volume"});
 }
 
-TEST_CASE("collect_preflight_input tolerates a forbidden pod list and storage class, fails on other errors", "[preflight]") {
-  const std::string forbidden = R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden","reason":"Forbidden","code":403})";
+TEST_CASE("collect_preflight_input tolerates a forbidden pod list and storage class, fails on other errors",
+          "[preflight]") {
+  const std::string forbidden =
+      R"({"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden","reason":"Forbidden","code":403})";
   FakeClient fc;
   auto& fake = *fc.fake;
   fake.on("GET", kube::paths::nodes(), json_answer(200, list_of({}).dump()));
   fake.on("GET", kube::paths::pods(), json_answer(403, forbidden));
   fake.on("GET", kube::paths::resource_quotas("team-a"), json_answer(200, list_of({}).dump()));
   fake.on("GET", kube::paths::limit_ranges("team-a"), json_answer(200, list_of({}).dump()));
-  fake.on("GET", kube::paths::persistent_volume_claim("team-a", "data"), json_answer(200, claim("data", "Pending", "secret").dump()));
+  fake.on("GET", kube::paths::persistent_volume_claim("team-a", "data"),
+          json_answer(200, claim("data", "Pending", "secret").dump()));
   fake.on("GET", kube::paths::storage_class("secret"), json_answer(403, forbidden));
   auto in = ops::collect_preflight_input(*fc.client, with_claim(job(1), "d", "data"));
   REQUIRE(in);

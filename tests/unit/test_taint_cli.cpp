@@ -12,19 +12,19 @@ using namespace gpuctl::testing::nodeadmin;
 
 TEST_CASE("cli: taint, label and cordon usage errors exit 2 with one line and no stdout", "[taint][cli]") {
   CliHarness h;
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"taint", "n1", "a:Bogus"},
-           {"taint", "n1", "a=b"},
-           {"taint", "n1"},
-           {"taint", "a=b:NoSchedule", "n1"},
-           {"taint", "n1", "-l", "x=y", "a=b:NoSchedule"},
-           {"taint", "n1", "a=b:NoSchedule", "--dry-run=maybe"},
-           {"taint", "n1", "a=b:NoSchedule", "-o", "wide"},
-           {"label", "n1", "bad key=x"},
-           {"cordon"},
-           {"cordon", "n1", "--all-gpu-nodes"},
-           {"cordon", "Not_A_Node"},
-           {"uncordon", "n1", "-l", "x=y"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"taint", "n1", "a:Bogus"},
+                                             {"taint", "n1", "a=b"},
+                                             {"taint", "n1"},
+                                             {"taint", "a=b:NoSchedule", "n1"},
+                                             {"taint", "n1", "-l", "x=y", "a=b:NoSchedule"},
+                                             {"taint", "n1", "a=b:NoSchedule", "--dry-run=maybe"},
+                                             {"taint", "n1", "a=b:NoSchedule", "-o", "wide"},
+                                             {"label", "n1", "bad key=x"},
+                                             {"cordon"},
+                                             {"cordon", "n1", "--all-gpu-nodes"},
+                                             {"cordon", "Not_A_Node"},
+                                             {"uncordon", "n1", "-l", "x=y"}}) {
     CAPTURE(args);
     auto r = h.run(args);
     CHECK(r.exit_code == 2);
@@ -39,7 +39,8 @@ TEST_CASE("cli: taint reports each node and names the ones that failed", "[taint
   CliHarness h;
   h.fake()
       .on("GET", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "5").dump()))
-      .on("GET", "/api/v1/nodes/gone", gpuctl::testing::json_answer(404, status(404, "NotFound", "nodes \"gone\" not found")))
+      .on("GET", "/api/v1/nodes/gone",
+          gpuctl::testing::json_answer(404, status(404, "NotFound", "nodes \"gone\" not found")))
       .on("PATCH", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "6").dump()));
   auto r = h.run({"taint", "n1", "gone", "dedicated=ml:PreferNoSchedule"});
   CHECK(r.exit_code == 1);
@@ -54,7 +55,8 @@ TEST_CASE("cli: cordon -o json prints the NodeChangeList schema, a client dry ru
   CliHarness h;
   h.fake()
       .on("GET", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "5").dump()))
-      .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", gpuctl::testing::json_answer(201, whoami("alice")))
+      .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+          gpuctl::testing::json_answer(201, whoami("alice")))
       .on("PATCH", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "6", json::array(), true).dump()));
   auto r = h.run({"cordon", "n1", "--reason", "ECC", "-o", "json"});
   REQUIRE(r.exit_code == 0);
@@ -66,7 +68,8 @@ TEST_CASE("cli: cordon -o json prints the NodeChangeList schema, a client dry ru
 
   h.fake()
       .on("GET", "/api/v1/nodes/n1", gpuctl::testing::json_answer(200, node("n1", "7").dump()))
-      .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", gpuctl::testing::json_answer(201, whoami("alice")));
+      .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+          gpuctl::testing::json_answer(201, whoami("alice")));
   auto dry = h.run({"cordon", "n1", "--dry-run"});
   REQUIRE(dry.exit_code == 0);
   CHECK(dry.out.starts_with("node/n1 cordoned (dry run)\n  PATCH /api/v1/nodes/n1 (application/merge-patch+json) {"));

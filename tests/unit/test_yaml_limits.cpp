@@ -14,7 +14,6 @@
 #include "gpuctl/util/nesting.hpp"
 #include "test_kubeconfig_support.hpp"
 
-
 using Catch::Contains;
 using gpuctl::Errc;
 using gpuctl::kube::parse_manifest;
@@ -90,10 +89,12 @@ TEST_CASE("manifest limits: YAML aliases are expanded within a node budget", "[m
 TEST_CASE("kubeconfig limits: nesting and alias bombs are config errors naming the file", "[kubeconfig][limits]") {
   TempDir dir;
   const std::string deep = dir.write("deep.yaml", block_nesting(300));
-  CHECK(expect_error(only_file(deep)) == "kubeconfig " + deep + ": YAML nests deeper than 200 levels; refusing to read it");
+  CHECK(expect_error(only_file(deep)) ==
+        "kubeconfig " + deep + ": YAML nests deeper than 200 levels; refusing to read it");
 
   const std::string flow = dir.write("flow.yaml", "clusters: " + repeat("[", 100000) + repeat("]", 100000) + "\n");
-  CHECK(expect_error(only_file(flow)) == "kubeconfig " + flow + ": YAML nests deeper than 200 levels; refusing to read it");
+  CHECK(expect_error(only_file(flow)) ==
+        "kubeconfig " + flow + ": YAML nests deeper than 200 levels; refusing to read it");
 
   const std::string bomb = dir.write("bomb.yaml", alias_bomb("apiVersion: v1\nkind: Config\n"));
   CHECK(expect_error(only_file(bomb)) ==
@@ -109,11 +110,13 @@ TEST_CASE("kubeconfig limits: nesting and alias bombs are config errors naming t
 TEST_CASE("kubeconfig: 40,000 clusters, users and contexts load, each entry found by name", "[kubeconfig][limits]") {
   constexpr int kEntries = 40000;
   std::string text = "apiVersion: v1\nkind: Config\nclusters:\n";
-  for (int i = 0; i < kEntries; ++i) text += fmt::format("- name: c{}\n  cluster:\n    server: https://c{}.example:6443\n", i, i);
+  for (int i = 0; i < kEntries; ++i)
+    text += fmt::format("- name: c{}\n  cluster:\n    server: https://c{}.example:6443\n", i, i);
   text += "users:\n";
   for (int i = 0; i < kEntries; ++i) text += fmt::format("- name: u{}\n  user:\n    token: token-{}\n", i, i);
   text += "contexts:\n";
-  for (int i = 0; i < kEntries; ++i) text += fmt::format("- name: x{}\n  context:\n    cluster: c{}\n    user: u{}\n", i, i, i);
+  for (int i = 0; i < kEntries; ++i)
+    text += fmt::format("- name: x{}\n  context:\n    cluster: c{}\n    user: u{}\n", i, i, i);
   text += "current-context: x0\n";
   TempDir dir;
   const std::string path = dir.write("big.yaml", text);
@@ -123,7 +126,8 @@ TEST_CASE("kubeconfig: 40,000 clusters, users and contexts load, each entry foun
     CHECK(rc.bearer_token == fmt::format("token-{}", i));
   }
   // Merged with a second file that redefines one cluster: the first file still wins.
-  const std::string second = dir.write("second.yaml", "clusters:\n- name: c7\n  cluster: {server: https://other:6443}\n");
+  const std::string second =
+      dir.write("second.yaml", "clusters:\n- name: c7\n  cluster: {server: https://other:6443}\n");
   gpuctl::kube::LoadOptions both = gpuctl_test::kubeconfig_env(path + ":" + second, "x7");
   CHECK(expect_loads(both).server == "https://c7.example:6443");
 }
@@ -138,8 +142,10 @@ TEST_CASE("manifest and kubeconfig errors quote hostile values on one short line
 
   TempDir dir;
   const std::string named = dir.write("named.yaml", "clusters:\n- name: \"a\\nb\"\n  cluster: {server: [x]}\n");
-  CHECK(expect_error(only_file(named)) == "kubeconfig " + named + ": cluster \"a\\x0ab\": server: expected a string, got a list");
-  const std::string flag = dir.write("flag.yaml", "clusters:\n- name: c\n  cluster: {insecure-skip-tls-verify: " + huge + "}\n");
+  CHECK(expect_error(only_file(named)) ==
+        "kubeconfig " + named + ": cluster \"a\\x0ab\": server: expected a string, got a list");
+  const std::string flag =
+      dir.write("flag.yaml", "clusters:\n- name: c\n  cluster: {insecure-skip-tls-verify: " + huge + "}\n");
   std::string message = expect_error(only_file(flag));
   CHECK(message.size() < 300);
   CHECK_THAT(message, Contains("expected true or false, got \"kkkk"));

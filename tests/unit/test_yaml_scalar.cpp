@@ -16,11 +16,10 @@
 #include "gpuctl/kube/yaml_scalar.hpp"
 #include "gpuctl/output/yaml.hpp"
 
-
-using nlohmann::json;
 using gpuctl::kube::kubeconfig_plain_scalar;
 using gpuctl::kube::manifest_plain_scalar;
 using gpuctl::output::yaml_needs_quotes;
+using nlohmann::json;
 
 namespace {
 
@@ -30,7 +29,8 @@ bool regex_needs_quotes(const std::string& s) {
   if (s.empty()) return true;
   static const std::regex special(
       "^(~|null|Null|NULL|true|True|TRUE|false|False|FALSE|yes|Yes|YES|no|No|NO|on|On|ON|off|Off|OFF|y|Y|n|N|"
-      "[-+]?(\\.[0-9]+|[0-9][0-9_]*(\\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)|"
+      "[-+]?(\\.[0-9]+|[0-9][0-9_]*(\\.[0-9_]*)?)([eE][-+]?[0-9]+)?|0x[0-9a-fA-F]+|0o[0-7]+|[-+]?\\.(inf|Inf|INF)|\\.("
+      "nan|NaN|NAN)|"
       "[0-9]+(:[0-5]?[0-9])+(\\.[0-9]*)?|"
       "[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt ]|[ \\t]+)?.*)$");
   return std::regex_match(s, special);
@@ -113,11 +113,56 @@ void for_random_strings(const std::string& alphabet, std::size_t max_len, int co
 }  // namespace
 
 TEST_CASE("yaml scalars: output quoting agrees with the old regular expression", "[yaml_scalar][output]") {
-  for (const char* s : {"", "~", "null", "NULL", "yes", "No", "y", "N", "on", "OFF", "1", "-1", "+1.5", ".5", "1.",
-                        "1e3", "1E-3", "1_000", "1_0.0_1", "0x1F", "0xg", "0o17", "0o8", "-.inf", ".Inf", ".NaN",
-                        "-.nan", "1:30", "1:60", "1:5:09.5", "190:20:30", "2026-12-02", "2026-12-02T15:13:45Z",
-                        "2026-1-2 x", "2026-12-02\nx", "2026-123-4", "20261-12-02", "plain text", "1 2", "e3",
-                        "+", "-", ".", "0.", "1e", "1e+", "12:3x", "1:3.", "True", "tRUE"}) {
+  for (const char* s : {"",
+                        "~",
+                        "null",
+                        "NULL",
+                        "yes",
+                        "No",
+                        "y",
+                        "N",
+                        "on",
+                        "OFF",
+                        "1",
+                        "-1",
+                        "+1.5",
+                        ".5",
+                        "1.",
+                        "1e3",
+                        "1E-3",
+                        "1_000",
+                        "1_0.0_1",
+                        "0x1F",
+                        "0xg",
+                        "0o17",
+                        "0o8",
+                        "-.inf",
+                        ".Inf",
+                        ".NaN",
+                        "-.nan",
+                        "1:30",
+                        "1:60",
+                        "1:5:09.5",
+                        "190:20:30",
+                        "2026-12-02",
+                        "2026-12-02T15:13:45Z",
+                        "2026-1-2 x",
+                        "2026-12-02\nx",
+                        "2026-123-4",
+                        "20261-12-02",
+                        "plain text",
+                        "1 2",
+                        "e3",
+                        "+",
+                        "-",
+                        ".",
+                        "0.",
+                        "1e",
+                        "1e+",
+                        "12:3x",
+                        "1:3.",
+                        "True",
+                        "tRUE"}) {
     INFO(s);
     CHECK(yaml_needs_quotes(s) == regex_needs_quotes(s));
   }

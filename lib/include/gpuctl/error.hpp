@@ -81,15 +81,15 @@ inline std::unexpected<Error> fail(Error error) { return std::unexpected<Error>(
 #define GPUCTL_CONCAT(a, b) GPUCTL_CONCAT_INNER(a, b)
 
 // GPUCTL_TRY(expr): return the error of a failed Result from the enclosing function.
-#define GPUCTL_TRY(expr)                                                   \
-  do {                                                                     \
-    auto&& gpuctl_try_result_ = (expr);                                    \
+#define GPUCTL_TRY(expr)                                                                   \
+  do {                                                                                     \
+    auto&& gpuctl_try_result_ = (expr);                                                    \
     if (!gpuctl_try_result_) return ::gpuctl::fail(std::move(gpuctl_try_result_).error()); \
   } while (0)
 
 // GPUCTL_TRY_ASSIGN(decl, expr): `decl = *expr`, or return expr's error.
 #define GPUCTL_TRY_ASSIGN(decl, expr) GPUCTL_TRY_ASSIGN_IMPL(GPUCTL_CONCAT(gpuctl_try_, __LINE__), decl, expr)
-#define GPUCTL_TRY_ASSIGN_IMPL(tmp, decl, expr)                \
-  auto tmp = (expr);                                           \
-  if (!tmp) return ::gpuctl::fail(std::move(tmp).error());     \
+#define GPUCTL_TRY_ASSIGN_IMPL(tmp, decl, expr)            \
+  auto tmp = (expr);                                       \
+  if (!tmp) return ::gpuctl::fail(std::move(tmp).error()); \
   decl = std::move(*tmp)

@@ -39,16 +39,21 @@ json optional_object(const std::optional<T>& v) {
 json counts(const EccCounts& c) { return {{"corrected", js(c.corrected)}, {"uncorrected", js(c.uncorrected)}}; }
 
 json clocks_json(const Clocks& c) {
-  return {{"graphicsMHz", js(c.graphics_mhz)},       {"smMHz", js(c.sm_mhz)},
-          {"memoryMHz", js(c.memory_mhz)},           {"videoMHz", js(c.video_mhz)},
-          {"maxGraphicsMHz", js(c.max_graphics_mhz)}, {"maxSmMHz", js(c.max_sm_mhz)},
+  return {{"graphicsMHz", js(c.graphics_mhz)},
+          {"smMHz", js(c.sm_mhz)},
+          {"memoryMHz", js(c.memory_mhz)},
+          {"videoMHz", js(c.video_mhz)},
+          {"maxGraphicsMHz", js(c.max_graphics_mhz)},
+          {"maxSmMHz", js(c.max_sm_mhz)},
           {"maxMemoryMHz", js(c.max_memory_mhz)}};
 }
 
 }  // namespace
 
 void to_json(json& j, const MemoryUsage& v) {
-  j = {{"totalMiB", js(v.total_mib)}, {"usedMiB", js(v.used_mib)}, {"freeMiB", js(v.free_mib)},
+  j = {{"totalMiB", js(v.total_mib)},
+       {"usedMiB", js(v.used_mib)},
+       {"freeMiB", js(v.free_mib)},
        {"reservedMiB", js(v.reserved_mib)}};
 }
 
@@ -153,8 +158,8 @@ void to_json(json& j, const GpuInfo& v) {
 void to_json(json& j, const NvidiaSmiLog& v) {
   json gpus = json::array();
   for (const auto& g : v.gpus) gpus.push_back(g);
-  j = {{"timestamp", js(v.timestamp)},       {"driverVersion", js(v.driver_version)},
-       {"cudaVersion", js(v.cuda_version)},   {"attachedGpus", js(v.attached_gpus)},
+  j = {{"timestamp", js(v.timestamp)},          {"driverVersion", js(v.driver_version)},
+       {"cudaVersion", js(v.cuda_version)},     {"attachedGpus", js(v.attached_gpus)},
        {"schemaVersion", js(v.schema_version)}, {"gpus", gpus},
        {"warnings", strings(v.warnings)}};
 }

@@ -18,7 +18,8 @@ std::vector<std::string> split_cells(std::string_view line) {
   std::size_t start = 0;
   while (true) {
     std::size_t comma = line.find(',', start);
-    cells.emplace_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    cells.emplace_back(
+        trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -84,10 +85,10 @@ Result<CsvTable> parse_nvidia_smi_csv(std::string_view text, const std::vector<s
       cells[free_text] = std::move(joined);
     }
     if (cells.size() != n) {
-      return fail(Errc::parse, fmt::format("nvidia-smi CSV line {} has {} cells, expected {} ({}): \"{}\"",
-                                           li + 1, cells.size(), n,
-                                           fields.empty() ? "one per header field" : "one per queried field",
-                                           detail::one_line(lines[li], 120)));
+      return fail(Errc::parse,
+                  fmt::format("nvidia-smi CSV line {} has {} cells, expected {} ({}): \"{}\"", li + 1, cells.size(), n,
+                              fields.empty() ? "one per header field" : "one per queried field",
+                              detail::one_line(lines[li], 120)));
     }
     table.rows.push_back(std::move(cells));
   }
@@ -146,9 +147,15 @@ class Row {
 
 // NVML's clocks event reason bits (nvmlClocksEventReason*), for the ".active" bitmask column.
 constexpr std::pair<std::uint64_t, std::string_view> kReasonBits[] = {
-    {0x1, "gpu_idle"},           {0x2, "applications_clocks_setting"}, {0x4, "sw_power_cap"},
-    {0x8, "hw_slowdown"},        {0x10, "sync_boost"},                 {0x20, "sw_thermal_slowdown"},
-    {0x40, "hw_thermal_slowdown"}, {0x80, "hw_power_brake_slowdown"},  {0x100, "display_clocks_setting"},
+    {0x1, "gpu_idle"},
+    {0x2, "applications_clocks_setting"},
+    {0x4, "sw_power_cap"},
+    {0x8, "hw_slowdown"},
+    {0x10, "sync_boost"},
+    {0x20, "sw_thermal_slowdown"},
+    {0x40, "hw_thermal_slowdown"},
+    {0x80, "hw_power_brake_slowdown"},
+    {0x100, "display_clocks_setting"},
 };
 
 Reported<std::vector<std::string>> reasons_of(const Row& row) {

@@ -76,28 +76,28 @@ constexpr std::string_view kDeviceHandle = "Unable to determine the device handl
 
 const std::vector<Rule>& rules() {
   static const std::vector<Rule> kRules = {
-    {NvsmiErrorKind::driver_library_mismatch,
-     {"Driver/library version mismatch"},
-     "the NVIDIA kernel module and user-space driver versions differ (reboot, or reload the nvidia module)"},
-    {NvsmiErrorKind::driver_not_loaded,
-     {"couldn't communicate with the NVIDIA driver", "NVIDIA driver is not loaded", "Driver Not Loaded",
-      "couldn't find libnvidia-ml.so", "NVML Shared Library Not Found", "libnvidia-ml.so.1: cannot open"},
-     "nvidia-smi cannot reach the NVIDIA driver (kernel module not loaded, or driver not installed)"},
-    {NvsmiErrorKind::gpu_lost, {kDeviceHandle}, "a GPU does not answer"},
-    {NvsmiErrorKind::gpu_lost,
-     {"GPU is lost", "fallen off the bus"},
-     "a GPU is lost (fell off the bus or stopped answering; reset the GPU or reboot the node)"},
-    {NvsmiErrorKind::no_devices, {"No devices were found", "No devices found"}, "nvidia-smi found no NVIDIA GPU"},
-    {NvsmiErrorKind::insufficient_permissions,
-     {"Insufficient Permissions", "GPU access blocked by the operating system", "Permission denied"},
-     "nvidia-smi is not allowed to access the GPU devices"},
-    {NvsmiErrorKind::inforom_corrupted,
-     {"infoROM is corrupted"},
-     "a GPU's infoROM is corrupted (nvidia-smi still reports it; the GPU needs service)"},
-    {NvsmiErrorKind::nvml_unknown_error,
-     {"Failed to initialize NVML: Unknown Error"},
-     "NVML failed with an unknown error (in a container: it lost access to its GPU devices)"},
-    {NvsmiErrorKind::unknown_error, {"Failed to initialize NVML"}, "NVML could not be initialized"},
+      {NvsmiErrorKind::driver_library_mismatch,
+       {"Driver/library version mismatch"},
+       "the NVIDIA kernel module and user-space driver versions differ (reboot, or reload the nvidia module)"},
+      {NvsmiErrorKind::driver_not_loaded,
+       {"couldn't communicate with the NVIDIA driver", "NVIDIA driver is not loaded", "Driver Not Loaded",
+        "couldn't find libnvidia-ml.so", "NVML Shared Library Not Found", "libnvidia-ml.so.1: cannot open"},
+       "nvidia-smi cannot reach the NVIDIA driver (kernel module not loaded, or driver not installed)"},
+      {NvsmiErrorKind::gpu_lost, {kDeviceHandle}, "a GPU does not answer"},
+      {NvsmiErrorKind::gpu_lost,
+       {"GPU is lost", "fallen off the bus"},
+       "a GPU is lost (fell off the bus or stopped answering; reset the GPU or reboot the node)"},
+      {NvsmiErrorKind::no_devices, {"No devices were found", "No devices found"}, "nvidia-smi found no NVIDIA GPU"},
+      {NvsmiErrorKind::insufficient_permissions,
+       {"Insufficient Permissions", "GPU access blocked by the operating system", "Permission denied"},
+       "nvidia-smi is not allowed to access the GPU devices"},
+      {NvsmiErrorKind::inforom_corrupted,
+       {"infoROM is corrupted"},
+       "a GPU's infoROM is corrupted (nvidia-smi still reports it; the GPU needs service)"},
+      {NvsmiErrorKind::nvml_unknown_error,
+       {"Failed to initialize NVML: Unknown Error"},
+       "NVML failed with an unknown error (in a container: it lost access to its GPU devices)"},
+      {NvsmiErrorKind::unknown_error, {"Failed to initialize NVML"}, "NVML could not be initialized"},
   };
   return kRules;
 }
@@ -219,8 +219,8 @@ void diagnose_by_exit_code(NvsmiDiagnosis& d, const Sources& sources, int exit_c
     }
     if (!first.empty()) break;
   }
-  std::string_view summary = d.kind == NvsmiErrorKind::nvidia_smi_missing ? "nvidia-smi could not be run"
-                                                                           : "nvidia-smi failed";
+  std::string_view summary =
+      d.kind == NvsmiErrorKind::nvidia_smi_missing ? "nvidia-smi could not be run" : "nvidia-smi failed";
   d.message = first.empty() ? fmt::format("{}{}", summary, exit_suffix(d.exit_code))
                             : fmt::format("{}: \"{}\"{}", summary, first, exit_suffix(d.exit_code));
 }
@@ -261,8 +261,8 @@ bool split_nvrm(std::string_view line, std::string_view& prefix, std::string_vie
 std::optional<std::string> take_field(std::string_view& rest, std::string_view key) {
   if (rest.substr(0, key.size()) != key) return std::nullopt;
   std::size_t comma = rest.find(", ");
-  std::string_view value = rest.substr(key.size(), comma == std::string_view::npos ? std::string_view::npos
-                                                                                   : comma - key.size());
+  std::string_view value =
+      rest.substr(key.size(), comma == std::string_view::npos ? std::string_view::npos : comma - key.size());
   rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
   return std::string(value);
 }
@@ -357,26 +357,25 @@ std::vector<KernelGpuEvent> parse_kernel_gpu_events(std::string_view log_text) {
 }
 
 void to_json(nlohmann::json& j, const NvsmiDiagnosis& v) {
-  j = nlohmann::json{{"kind", to_string(v.kind)},
-                     {"message", detail::sanitize(v.message)},
-                     {"excerpt", detail::sanitize(v.excerpt)},
-                     {"pciBusId",
-                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
-                     {"exitCode", v.exit_code ? nlohmann::json(*v.exit_code) : nlohmann::json(nullptr)},
-                     {"warningOnly", v.warning_only}};
+  j = nlohmann::json{
+      {"kind", to_string(v.kind)},
+      {"message", detail::sanitize(v.message)},
+      {"excerpt", detail::sanitize(v.excerpt)},
+      {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+      {"exitCode", v.exit_code ? nlohmann::json(*v.exit_code) : nlohmann::json(nullptr)},
+      {"warningOnly", v.warning_only}};
 }
 
 void to_json(nlohmann::json& j, const KernelGpuEvent& v) {
-  j = nlohmann::json{{"kind", to_string(v.kind)},
-                     {"xid", v.xid ? nlohmann::json(*v.xid) : nlohmann::json(nullptr)},
-                     {"pciBusId",
-                      v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
-                     {"pid", v.pid ? nlohmann::json(*v.pid) : nlohmann::json(nullptr)},
-                     {"processName",
-                      v.process_name ? nlohmann::json(detail::sanitize(*v.process_name)) : nlohmann::json(nullptr)},
-                     {"message", detail::sanitize(v.message)},
-                     {"timestamp", detail::sanitize(v.timestamp)},
-                     {"lineNumber", v.line_number}};
+  j = nlohmann::json{
+      {"kind", to_string(v.kind)},
+      {"xid", v.xid ? nlohmann::json(*v.xid) : nlohmann::json(nullptr)},
+      {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+      {"pid", v.pid ? nlohmann::json(*v.pid) : nlohmann::json(nullptr)},
+      {"processName", v.process_name ? nlohmann::json(detail::sanitize(*v.process_name)) : nlohmann::json(nullptr)},
+      {"message", detail::sanitize(v.message)},
+      {"timestamp", detail::sanitize(v.timestamp)},
+      {"lineNumber", v.line_number}};
 }
 
 }  // namespace gpuctl::gpu

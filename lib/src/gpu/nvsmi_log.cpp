@@ -127,8 +127,8 @@ Power power_of(const NvsmiNode& g) {
   Power out;
   out.draw_average_w = pick(p, {"average_power_draw"}, number_of("W"));
   out.draw_instant_w = pick(p, {"instant_power_draw", "instantaneous_power_draw"}, number_of("W"));
-  out.draw_w = pick(p, {"power_draw", "average_power_draw", "instant_power_draw", "instantaneous_power_draw"},
-                    number_of("W"));
+  out.draw_w =
+      pick(p, {"power_draw", "average_power_draw", "instant_power_draw", "instantaneous_power_draw"}, number_of("W"));
   out.limit_w = pick(p, {"enforced_power_limit", "current_power_limit", "power_limit"}, number_of("W"));
   out.requested_limit_w = pick(p, {"requested_power_limit", "power_limit"}, number_of("W"));
   out.default_limit_w = pick(p, {"default_power_limit"}, number_of("W"));
@@ -163,9 +163,8 @@ Ecc ecc_of(const NvsmiNode& g) {
 
 RetiredPages retired_pages_of(const NvsmiNode& g) {
   RetiredPages r;
-  r.single_bit_count =
-      pick(&g, {"retired_pages/multiple_single_bit_retirement/retired_count", "retired_pages/single_bit_ecc"},
-           int64_of());
+  r.single_bit_count = pick(
+      &g, {"retired_pages/multiple_single_bit_retirement/retired_count", "retired_pages/single_bit_ecc"}, int64_of());
   r.double_bit_count =
       pick(&g, {"retired_pages/double_bit_retirement/retired_count", "retired_pages/double_bit_ecc"}, int64_of());
   r.pending = pick(&g,
@@ -239,9 +238,10 @@ Result<NvidiaSmiLog> parse_nvidia_smi_query_text(std::string_view text) {
   GPUCTL_TRY_ASSIGN(NvsmiNode root, parse_nvidia_smi_query_text_tree(text));
   NvidiaSmiLog log = nvidia_smi_log_from_tree(root);
   if (log.attached_gpus && *log.attached_gpus > static_cast<int>(log.gpus.size())) {
-    log.warnings.push_back(fmt::format("nvidia-smi reports {} attached GPUs but the output has {} GPU sections "
-                                       "(the output looks truncated)",
-                                       *log.attached_gpus, log.gpus.size()));
+    log.warnings.push_back(
+        fmt::format("nvidia-smi reports {} attached GPUs but the output has {} GPU sections "
+                    "(the output looks truncated)",
+                    *log.attached_gpus, log.gpus.size()));
   }
   // Warning lines nvidia-smi prints next to its output ("WARNING: infoROM is corrupted at gpu ..."),
   // attached in one call: it indexes the GPUs by bus id once.

@@ -133,7 +133,7 @@ std::vector<GpuProcess> processes_of(const NvsmiNode& gpu) {
 std::vector<MigDevice> mig_devices_of(const NvsmiNode& gpu) {
   std::vector<const NvsmiNode*> nodes;
   if (const NvsmiNode* list = gpu.child("mig_devices")) nodes = list->children_named("mig_device");  // XML
-  if (nodes.empty()) nodes = gpu.children_named("mig_device");                                    // text
+  if (nodes.empty()) nodes = gpu.children_named("mig_device");                                       // text
   std::vector<MigDevice> out;
   for (const NvsmiNode* d : nodes) {
     MigDevice m;
@@ -142,7 +142,8 @@ std::vector<MigDevice> mig_devices_of(const NvsmiNode& gpu) {
     m.compute_instance_id = pick(d, {"compute_instance_id"}, int_of());
     m.multiprocessor_count = pick(d, {"device_attributes/shared/multiprocessor_count"}, int_of());
     m.memory = memory_of(first_child(d, {"fb_memory_usage", "shared_fb_memory_usage"}));
-    if (const NvsmiNode* bar1 = first_child(d, {"bar1_memory_usage", "shared_bar1_memory", "shared_bar1_memory_usage"})) {
+    if (const NvsmiNode* bar1 =
+            first_child(d, {"bar1_memory_usage", "shared_bar1_memory", "shared_bar1_memory_usage"})) {
       m.bar1 = memory_of(bar1);
     }
     out.push_back(std::move(m));

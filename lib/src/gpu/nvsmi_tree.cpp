@@ -113,15 +113,14 @@ Result<XmlTree> parse_nvidia_smi_xml_tree(std::string_view xml) {
   if (std::size_t decl = xml.rfind("<?xml", root); decl != std::string_view::npos) start = decl;
   std::size_t close = xml.rfind(kClose);
   if (close == std::string_view::npos || close < root) {
-    return fail(Errc::parse,
-                "nvidia-smi -q -x output ends before </nvidia_smi_log> (the output was cut off)");
+    return fail(Errc::parse, "nvidia-smi -q -x output ends before </nvidia_smi_log> (the output was cut off)");
   }
   std::size_t end = close + kClose.size();
   std::string_view doc_text = xml.substr(start, end - start);
 
   pugi::xml_document doc;
-  pugi::xml_parse_result res = doc.load_buffer(doc_text.data(), doc_text.size(), pugi::parse_default,
-                                               pugi::encoding_utf8);
+  pugi::xml_parse_result res =
+      doc.load_buffer(doc_text.data(), doc_text.size(), pugi::parse_default, pugi::encoding_utf8);
   if (!res) {
     return fail(Errc::parse, fmt::format("nvidia-smi -q -x output is not well-formed XML: {} at byte {}",
                                          res.description(), start + static_cast<std::size_t>(res.offset)));
@@ -160,9 +159,12 @@ NvsmiNode assemble(std::vector<FlatLine>& flat, std::size_t i) {
 std::size_t indent_of(std::string_view line) {
   std::size_t n = 0;
   for (char c : line) {
-    if (c == ' ') n += 1;
-    else if (c == '\t') n += 4;
-    else break;
+    if (c == ' ')
+      n += 1;
+    else if (c == '\t')
+      n += 4;
+    else
+      break;
   }
   return n;
 }

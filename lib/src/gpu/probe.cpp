@@ -138,8 +138,10 @@ ProbeTranscript parse_probe_transcript(std::string_view stdout_text) {
   close_open();
   // The script ends every stdout with one extra newline, and stderr with at least one.
   for (ProbeStep& s : t.steps) {
-    if (s.stdout_text.size() >= 2 && s.stdout_text.ends_with("\n\n")) s.stdout_text.pop_back();
-    else if (s.stdout_text == "\n") s.stdout_text.clear();
+    if (s.stdout_text.size() >= 2 && s.stdout_text.ends_with("\n\n"))
+      s.stdout_text.pop_back();
+    else if (s.stdout_text == "\n")
+      s.stdout_text.clear();
     while (s.stderr_text.ends_with("\n\n")) s.stderr_text.pop_back();
     if (s.stderr_text == "\n") s.stderr_text.clear();
   }
@@ -147,12 +149,12 @@ ProbeTranscript parse_probe_transcript(std::string_view stdout_text) {
 }
 
 void to_json(nlohmann::json& j, const FailedGpu& v) {
-  j = nlohmann::json{{"index", v.index >= 0 ? nlohmann::json(v.index) : nlohmann::json(nullptr)},
-                     {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
-                     {"uuid", v.uuid ? nlohmann::json(detail::sanitize(*v.uuid)) : nlohmann::json(nullptr)},
-                     {"productName",
-                      v.product_name ? nlohmann::json(detail::sanitize(*v.product_name)) : nlohmann::json(nullptr)},
-                     {"failure", v.failure}};
+  j = nlohmann::json{
+      {"index", v.index >= 0 ? nlohmann::json(v.index) : nlohmann::json(nullptr)},
+      {"pciBusId", v.pci_bus_id ? nlohmann::json(detail::sanitize(*v.pci_bus_id)) : nlohmann::json(nullptr)},
+      {"uuid", v.uuid ? nlohmann::json(detail::sanitize(*v.uuid)) : nlohmann::json(nullptr)},
+      {"productName", v.product_name ? nlohmann::json(detail::sanitize(*v.product_name)) : nlohmann::json(nullptr)},
+      {"failure", v.failure}};
 }
 
 void to_json(nlohmann::json& j, const NodeGpuReport& v) {
@@ -169,7 +171,8 @@ void to_json(nlohmann::json& j, const NodeGpuReport& v) {
       {"classification", node_classification(v)},
       {"kind", to_string(v.kind)},
       {"message", detail::sanitize(v.message)},
-      {"driverVersion", v.driver_version ? nlohmann::json(detail::sanitize(*v.driver_version)) : nlohmann::json(nullptr)},
+      {"driverVersion",
+       v.driver_version ? nlohmann::json(detail::sanitize(*v.driver_version)) : nlohmann::json(nullptr)},
       {"cudaVersion", v.cuda_version ? nlohmann::json(detail::sanitize(*v.cuda_version)) : nlohmann::json(nullptr)},
       {"gpus", gpus},
       {"failedGpus", failed},

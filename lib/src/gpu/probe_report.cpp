@@ -28,9 +28,10 @@ struct XmlStep {
 NvsmiDiagnosis cut_off(std::string_view what) {
   NvsmiDiagnosis d;
   d.kind = NvsmiErrorKind::truncated;
-  d.message = fmt::format("{} did not finish: the probe output was cut off (output cap or deadline; a hung "
-                          "nvidia-smi looks like this too)",
-                          what);
+  d.message = fmt::format(
+      "{} did not finish: the probe output was cut off (output cap or deadline; a hung "
+      "nvidia-smi looks like this too)",
+      what);
   return d;
 }
 
@@ -200,8 +201,8 @@ NodeGpuReport report_unframed(int exit_code, std::string_view stdout_text, std::
     d.warning_only = false;
     std::vector<std::string_view> lines = detail::split_lines(stdout_text.empty() ? stderr_text : stdout_text);
     std::string first = lines.empty() ? std::string("(no output)") : detail::one_line(lines.front(), 120);
-    d.message = fmt::format("the probe's output is not framed by {} (the probe did not run): \"{}\"",
-                            kProbeMarker, first);
+    d.message =
+        fmt::format("the probe's output is not framed by {} (the probe did not run): \"{}\"", kProbeMarker, first);
     d.excerpt = detail::excerpt_around(lines, 0);
   }
   report.kind = d.kind;
@@ -219,16 +220,18 @@ void take_whole_query(NodeGpuReport& report, NvidiaSmiLog& log, const GpuList& l
   report.gpus = std::move(log.gpus);
   report.warnings.insert(report.warnings.end(), log.warnings.begin(), log.warnings.end());
   std::unordered_set<std::string> uuids;
-  std::unordered_set<int> indices;              // of every GPU
+  std::unordered_set<int> indices;               // of every GPU
   std::unordered_set<int> indices_without_uuid;  // of GPUs without a UUID
   for (const auto& gpu : report.gpus) {
-    if (gpu.uuid) uuids.insert(*gpu.uuid);
-    else indices_without_uuid.insert(gpu.index);
+    if (gpu.uuid)
+      uuids.insert(*gpu.uuid);
+    else
+      indices_without_uuid.insert(gpu.index);
     indices.insert(gpu.index);
   }
   for (const auto& g : list.gpus) {
-    bool present = g.uuid ? uuids.contains(*g.uuid) || indices_without_uuid.contains(g.index)
-                          : indices.contains(g.index);
+    bool present =
+        g.uuid ? uuids.contains(*g.uuid) || indices_without_uuid.contains(g.index) : indices.contains(g.index);
     if (present) continue;
     NvsmiDiagnosis d;
     d.kind = NvsmiErrorKind::unknown_error;
@@ -295,8 +298,8 @@ void conclude(NodeGpuReport& report, const XmlStep& whole) {
     report.kind = NvsmiErrorKind::ok;
     report.message = fmt::format("{} GPU{} answered", report.gpus.size(), report.gpus.size() == 1 ? "" : "s");
     if (!whole.log) {
-      report.warnings.push_back(fmt::format("the whole query failed ({}) but every GPU answered on its own",
-                                            whole.diagnosis.message));
+      report.warnings.push_back(
+          fmt::format("the whole query failed ({}) but every GPU answered on its own", whole.diagnosis.message));
     }
   } else if (!report.gpus.empty()) {
     const FailedGpu& first = report.failed_gpus.front();
@@ -310,8 +313,8 @@ void conclude(NodeGpuReport& report, const XmlStep& whole) {
     report.kind = node.kind;
     report.message = node.message;
     if (!report.failed_gpus.empty()) {
-      report.message += fmt::format(" [{} GPU{} failed]", report.failed_gpus.size(),
-                                    report.failed_gpus.size() == 1 ? "" : "s");
+      report.message +=
+          fmt::format(" [{} GPU{} failed]", report.failed_gpus.size(), report.failed_gpus.size() == 1 ? "" : "s");
     }
   }
 }
@@ -334,7 +337,8 @@ NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std
   const ProbeIndex lookup(t, list);
 
   const ProbeStep* all = lookup.step("all");
-  XmlStep whole = all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
+  XmlStep whole =
+      all ? interpret_xml_step(*all, "nvidia-smi -q -x") : XmlStep{std::nullopt, cut_off("nvidia-smi -q -x")};
   if (whole.log) {
     take_whole_query(report, *whole.log, list, lookup);
   } else {

@@ -54,9 +54,7 @@ void split_number(std::string_view t, std::string_view& number, std::string_view
   rest = trim(t.substr(i));
 }
 
-bool unit_ok(std::string_view rest, std::string_view unit) {
-  return rest.empty() || (!unit.empty() && rest == unit);
-}
+bool unit_ok(std::string_view rest, std::string_view unit) { return rest.empty() || (!unit.empty() && rest == unit); }
 
 }  // namespace
 

@@ -82,8 +82,8 @@ std::optional<std::string> find_pci_bus_id(std::string_view text) {
     while (j < text.size() && is_hex(text[j])) ++j;
     std::size_t domain_len = j - i;
     if (domain_len < 4 || domain_len > 8) continue;
-    if (j + 6 > text.size() || text[j] != ':' || !is_hex(text[j + 1]) || !is_hex(text[j + 2]) ||
-        text[j + 3] != ':' || !is_hex(text[j + 4]) || !is_hex(text[j + 5])) {
+    if (j + 6 > text.size() || text[j] != ':' || !is_hex(text[j + 1]) || !is_hex(text[j + 2]) || text[j + 3] != ':' ||
+        !is_hex(text[j + 4]) || !is_hex(text[j + 5])) {
       continue;
     }
     std::size_t end = j + 6;
@@ -104,8 +104,10 @@ std::string sanitize(std::string_view s) {
   while (i < s.size()) {
     auto c = static_cast<unsigned char>(s[i]);
     if (c < 0x80) {
-      if (c >= 0x20 || c == '\n' || c == '\t') out.push_back(static_cast<char>(c));
-      else if (c != '\r') out.push_back('?');
+      if (c >= 0x20 || c == '\n' || c == '\t')
+        out.push_back(static_cast<char>(c));
+      else if (c != '\r')
+        out.push_back('?');
       ++i;
       continue;
     }
@@ -152,8 +154,8 @@ std::string one_line(std::string_view s, std::size_t max) {
   return sanitize(out);
 }
 
-std::string excerpt_around(const std::vector<std::string_view>& lines, std::size_t index,
-                           std::size_t max_lines, std::size_t max_bytes) {
+std::string excerpt_around(const std::vector<std::string_view>& lines, std::size_t index, std::size_t max_lines,
+                           std::size_t max_bytes) {
   if (lines.empty()) return {};
   index = std::min(index, lines.size() - 1);
   std::size_t first = index;

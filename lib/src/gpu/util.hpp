@@ -30,8 +30,8 @@ std::string sanitize(std::string_view s);
 // The text on one line, whitespace runs collapsed, cut at `max` bytes with "...".
 std::string one_line(std::string_view s, std::size_t max = 200);
 // Up to `max_lines` lines around line `index` of `lines`, joined with '\n' and sanitized.
-std::string excerpt_around(const std::vector<std::string_view>& lines, std::size_t index,
-                           std::size_t max_lines = 3, std::size_t max_bytes = 600);
+std::string excerpt_around(const std::vector<std::string_view>& lines, std::size_t index, std::size_t max_lines = 3,
+                           std::size_t max_bytes = 600);
 
 // Attaches the warning lines in `text` ("WARNING: infoROM is corrupted at gpu 0000:0B:00.0") to the
 // GPU whose bus id they name, else to log.warnings.

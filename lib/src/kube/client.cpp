@@ -63,7 +63,9 @@ struct Client::TokenFileCache {
 
 Client::Client(RestConfig config, std::unique_ptr<Transport> transport, ClientOptions options)
     : config_(std::move(config)), transport_(std::move(transport)), options_(std::move(options)) {
-  if (config_.exec) exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal, ExecCredentialSource::Clock{}, options_.on_wait);
+  if (config_.exec)
+    exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal, ExecCredentialSource::Clock{},
+                                                   options_.on_wait);
   if (!config_.token_file.empty()) token_file_ = std::make_unique<TokenFileCache>();
 }
 
@@ -72,9 +74,10 @@ Client::~Client() = default;
 Result<std::string> Client::url_for(std::string_view method, std::string_view path, const Query& query) const {
   // Refused before anything is sent: "-n .." must never become a cluster-wide request.
   if (auto problem = paths::unsafe_path_problem(path); !problem.empty()) {
-    return fail(Errc::invalid_argument,
-                fmt::format("refusing to send {} {}: the path {}; a namespace or object name is not a valid Kubernetes name",
-                            method, path, problem));
+    return fail(
+        Errc::invalid_argument,
+        fmt::format("refusing to send {} {}: the path {}; a namespace or object name is not a valid Kubernetes name",
+                    method, path, problem));
   }
   return config_.server + std::string(path) + query.encode();
 }
@@ -88,8 +91,11 @@ Result<void> check_header_value(std::string_view value, std::string_view field, 
     return u < 0x20 || u == 0x7f;
   });
   if (!has_control) return {};
-  return fail(Errc::config, fmt::format("{}: {} contains a control character (a line break?); it cannot be sent as an HTTP header, fix the value",
-                                        origin, field));
+  return fail(
+      Errc::config,
+      fmt::format(
+          "{}: {} contains a control character (a line break?); it cannot be sent as an HTTP header, fix the value",
+          origin, field));
 }
 
 Result<void> check_impersonation(const RestConfig& config) {
@@ -126,7 +132,8 @@ Result<void> Client::authenticate(HttpRequest& request) {
     }
     if (!token_file_->token.empty()) token = token_file_->token;
   }
-  const char* token_field = token_file_ && token == token_file_->token && !token.empty() ? "tokenFile contents" : "token";
+  const char* token_field =
+      token_file_ && token == token_file_->token && !token.empty() ? "tokenFile contents" : "token";
   if (exec_) {
     Result<ExecCredential> cred = exec_->get();
     if (!cred) return fail(cred.error());
@@ -146,7 +153,8 @@ Result<void> Client::authenticate(HttpRequest& request) {
   if (!token.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + token);
   } else if (!config_.username.empty() || !config_.password.empty()) {
-    request.headers.emplace_back("Authorization", "Basic " + detail::base64_encode(config_.username + ":" + config_.password));
+    request.headers.emplace_back("Authorization",
+                                 "Basic " + detail::base64_encode(config_.username + ":" + config_.password));
   }
   if (!config_.impersonate_user.empty()) {
     request.headers.emplace_back("Impersonate-User", config_.impersonate_user);
@@ -164,8 +172,9 @@ Result<json> parse_json_body(const HttpResponse& response, std::string_view what
   if (response.body.empty()) return json::object();
   auto parsed = json::parse(response.body, nullptr, false);
   if (parsed.is_discarded()) {
-    return fail(Errc::parse, fmt::format("{}: the API server's answer is not valid JSON ({} bytes, starts with \"{}\")", what,
-                                         response.body.size(), detail::collapse_whitespace(response.body.substr(0, 60))));
+    return fail(Errc::parse,
+                fmt::format("{}: the API server's answer is not valid JSON ({} bytes, starts with \"{}\")", what,
+                            response.body.size(), detail::collapse_whitespace(response.body.substr(0, 60))));
   }
   return parsed;
 }
@@ -177,10 +186,13 @@ Result<json> Client::get(std::string_view path, const Query& query) {
   GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
   // A 200 with no object (an empty body, null, [] from a broken proxy) is not "nothing there".
-  if (resp.body.empty()) return fail(Errc::parse, fmt::format("GET {}: the API server answered 200 with an empty body (expected a JSON object)", path));
+  if (resp.body.empty())
+    return fail(Errc::parse,
+                fmt::format("GET {}: the API server answered 200 with an empty body (expected a JSON object)", path));
   GPUCTL_TRY_ASSIGN(json object, parse_json_body(resp, fmt::format("GET {}", path)));
   if (!object.is_object()) {
-    return fail(Errc::parse, fmt::format("GET {}: the API server answered with a JSON {} (expected an object)", path, object.type_name()));
+    return fail(Errc::parse, fmt::format("GET {}: the API server answered with a JSON {} (expected an object)", path,
+                                         object.type_name()));
   }
   return object;
 }
@@ -228,7 +240,9 @@ Result<json> Client::patch(std::string_view path, PatchType type, const json& bo
   GPUCTL_TRY_ASSIGN(req.url, url_for("PATCH", path, write_query_params(options)));
   switch (type) {
     case PatchType::merge: req.headers.emplace_back("Content-Type", "application/merge-patch+json"); break;
-    case PatchType::strategic_merge: req.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json"); break;
+    case PatchType::strategic_merge:
+      req.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json");
+      break;
     case PatchType::json_patch: req.headers.emplace_back("Content-Type", "application/json-patch+json"); break;
   }
   req.body = body.dump();

@@ -90,24 +90,28 @@ Error decode_api_error(const HttpResponse& response, std::string_view method, st
   std::string what = fmt::format("{} {}", method, detail::path_of(url));
   switch (response.status) {
     case 401:
-      e.message = fmt::format("unauthorized: the API server rejected these credentials ({}); log in again or refresh the token or certificate in your kubeconfig",
-                              server_message.empty() ? "Unauthorized" : server_message);
+      e.message = fmt::format(
+          "unauthorized: the API server rejected these credentials ({}); log in again or refresh the token or "
+          "certificate in your kubeconfig",
+          server_message.empty() ? "Unauthorized" : server_message);
       break;
     case 403:
       if (e.reason == "Forbidden" && server_message.find("cannot ") != std::string::npos) {
         // RBAC: 'nodes is forbidden: User "alice" cannot list resource "nodes" in API group "" at the cluster scope'
-        e.message = fmt::format("forbidden: {}; ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)", server_message);
+        e.message =
+            fmt::format("forbidden: {}; ask a cluster admin for the RBAC permission (check with: kubectl auth can-i)",
+                        server_message);
       } else {
         e.message = fmt::format("forbidden: {}", server_message.empty() ? what : server_message);
       }
       break;
-    case 404:
-      e.message = server_message.empty() ? fmt::format("not found: {}", what) : server_message;
-      break;
+    case 404: e.message = server_message.empty() ? fmt::format("not found: {}", what) : server_message; break;
     case 429:
       if (server_message.empty() || !decoded) {
-        e.message = fmt::format("the API server is throttling requests ({}){}", server_message.empty() ? "429 Too Many Requests" : server_message,
-                                e.retry_after_seconds ? fmt::format("; it asked to retry after {}s", *e.retry_after_seconds) : "");
+        e.message = fmt::format(
+            "the API server is throttling requests ({}){}",
+            server_message.empty() ? "429 Too Many Requests" : server_message,
+            e.retry_after_seconds ? fmt::format("; it asked to retry after {}s", *e.retry_after_seconds) : "");
       } else {
         e.message = server_message;
       }

@@ -36,9 +36,10 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
           continue;
         }
         if (result.restarts >= options.max_restarts) {
-          return fail(page.error().with_context(fmt::format(
-              "listing {} expired {} times in a row (the cluster changes faster than the list can be read); retry, or raise the page size",
-              path, result.restarts + 1)));
+          return fail(
+              page.error().with_context(fmt::format("listing {} expired {} times in a row (the cluster changes faster "
+                                                    "than the list can be read); retry, or raise the page size",
+                                                    path, result.restarts + 1)));
         }
         ++result.restarts;
         result.items.clear();
@@ -51,8 +52,12 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
     ++result.pages;
     auto items = page->find("items");
     if (items == page->end() || !items->is_array()) {
-      return fail(Errc::parse, fmt::format("GET {}: the API server's list answer has {} (expected an \"items\" array); a proxy in between may be broken",
-                                           path, items == page->end() ? "no \"items\"" : fmt::format("\"items\" as a JSON {}", items->type_name())));
+      return fail(
+          Errc::parse,
+          fmt::format(
+              "GET {}: the API server's list answer has {} (expected an \"items\" array); a proxy in between may be "
+              "broken",
+              path, items == page->end() ? "no \"items\"" : fmt::format("\"items\" as a JSON {}", items->type_name())));
     }
     for (auto& item : *items) result.items.push_back(std::move(item));
     // string_field: a resourceVersion or continue token that is not a string reads as absent
@@ -63,10 +68,16 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
     if (next.empty() || options.limit <= 0) break;
     // A server whose continue token never changes would page forever.
     if (next == token) {
-      return fail(Errc::api, fmt::format("GET {}: the API server sent the same continue token twice; the list would never end", path));
+      return fail(
+          Errc::api,
+          fmt::format("GET {}: the API server sent the same continue token twice; the list would never end", path));
     }
     if (result.pages >= kMaxListPages) {
-      return fail(Errc::api, fmt::format("GET {}: the list did not end after {} pages (the limit); the API server keeps sending continue tokens", path, kMaxListPages));
+      return fail(
+          Errc::api,
+          fmt::format(
+              "GET {}: the list did not end after {} pages (the limit); the API server keeps sending continue tokens",
+              path, kMaxListPages));
     }
     token = std::move(next);
   }

@@ -44,8 +44,15 @@ using Deadline = std::optional<std::chrono::steady_clock::time_point>;
 void report_request(const ClientOptions& options, const HttpRequest& wire, const Result<HttpResponse>& sent,
                     std::chrono::milliseconds elapsed, int attempt) {
   if (!options.on_request) return;
-  RequestLog log{wire.method, redact_url(wire.url), sent ? sent->status : 0, elapsed, attempt,
-                 sent ? std::string() : redact_urls_in(sent.error().message), {}, false, {}};
+  RequestLog log{wire.method,
+                 redact_url(wire.url),
+                 sent ? sent->status : 0,
+                 elapsed,
+                 attempt,
+                 sent ? std::string() : redact_urls_in(sent.error().message),
+                 {},
+                 false,
+                 {}};
   if (sent) {
     log.protocol = sent->protocol;
     log.new_connection = sent->new_connection;
@@ -57,8 +64,8 @@ void report_request(const ClientOptions& options, const HttpRequest& wire, const
 // The wait before retrying a transport failure: only reads are retried (a write may have been
 // applied), at most 5 times, with exponential backoff and jitter. Counts the retry.
 std::optional<std::chrono::milliseconds> transport_backoff(const ClientOptions& options, const Error& failure,
-                                                           std::string_view method, int attempt,
-                                                           int& transport_retries, std::mt19937& rng) {
+                                                           std::string_view method, int attempt, int& transport_retries,
+                                                           std::mt19937& rng) {
   if (!failure.transient || !is_idempotent(method) || attempt > options.max_retries || transport_retries >= 5) {
     return std::nullopt;
   }
@@ -72,19 +79,21 @@ std::optional<std::chrono::milliseconds> transport_backoff(const ClientOptions& 
 // cap), announced through on_wait when it is a second or more; nullopt when the answer is not
 // retried; an error when waiting would pass the call's deadline. The eviction API's
 // budget-exhausted 429 carries no Retry-After: callers loop on it themselves.
-Result<std::optional<std::chrono::milliseconds>> throttle_wait(const ClientOptions& options,
-                                                               const HttpRequest& request, const HttpRequest& wire,
-                                                               const HttpResponse& response, const Error& error,
-                                                               int attempt, const Deadline& deadline) {
+Result<std::optional<std::chrono::milliseconds>> throttle_wait(const ClientOptions& options, const HttpRequest& request,
+                                                               const HttpRequest& wire, const HttpResponse& response,
+                                                               const Error& error, int attempt,
+                                                               const Deadline& deadline) {
   bool retryable = (response.status == 429 || response.status >= 500) && error.retry_after_seconds.has_value();
   if (!retryable || attempt > options.max_retries) return std::nullopt;
   auto wait = std::max<std::chrono::milliseconds>(
       std::min<std::chrono::milliseconds>(std::chrono::seconds(*error.retry_after_seconds), options.retry_after_cap),
       1ms);
   if (deadline && std::chrono::steady_clock::now() + wait > *deadline) {
-    return fail(Errc::timeout, fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would pass --request-timeout {}s; retry later or raise --request-timeout",
-                                           wire.method, detail::path_of(wire.url), response.status, *error.retry_after_seconds,
-                                           fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
+    return fail(Errc::timeout,
+                fmt::format("{} {}: the API server is throttling requests (HTTP {}, Retry-After {}s) and waiting would "
+                            "pass --request-timeout {}s; retry later or raise --request-timeout",
+                            wire.method, detail::path_of(wire.url), response.status, *error.retry_after_seconds,
+                            fmt::format("{:g}", static_cast<double>(request.timeout.count()) / 1000.0)));
   }
   if (options.on_wait && wait >= 1s) {
     options.on_wait(fmt::format("waiting {}s: the API server is throttling requests ({}, Retry-After)",
@@ -108,8 +117,8 @@ Result<HttpResponse> Client::send(HttpRequest request) { return send_impl(std::m
 
 Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandler* on_chunk) {
   if (request.timeout.count() == 0) request.timeout = options_.request_timeout;
-  bool has_accept = std::any_of(request.headers.begin(), request.headers.end(),
-                                [](const auto& h) { return h.first == "Accept"; });
+  bool has_accept =
+      std::any_of(request.headers.begin(), request.headers.end(), [](const auto& h) { return h.first == "Accept"; });
   if (!has_accept) request.headers.emplace_back("Accept", "application/json");
   const auto base_headers = request.headers;
   thread_local std::mt19937 rng{std::random_device{}()};

@@ -24,7 +24,8 @@ Result<void> Client::watch(std::string_view path, const WatchOptions& options,
   req.method = "GET";
   GPUCTL_TRY_ASSIGN(req.url, url_for("WATCH", path, query));
   // The server ends the watch after timeoutSeconds; give it room before we give up ourselves.
-  req.timeout = options.timeout_seconds > 0 ? std::chrono::seconds(options.timeout_seconds + 30) : std::chrono::milliseconds(0);
+  req.timeout =
+      options.timeout_seconds > 0 ? std::chrono::seconds(options.timeout_seconds + 30) : std::chrono::milliseconds(0);
 
   std::string buffer;
   std::optional<Error> watch_error;
@@ -38,7 +39,8 @@ Result<void> Client::watch(std::string_view path, const WatchOptions& options,
       if (line.empty()) continue;
       auto event = json::parse(line, nullptr, false);
       if (!event.is_object()) {
-        watch_error = fail(Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path)).error();
+        watch_error =
+            fail(Errc::parse, fmt::format("watch {}: the API server sent an event that is not JSON", path)).error();
         return false;
       }
       WatchEvent ev{string_field(event, "type"), event.value("object", json::object())};

@@ -116,7 +116,9 @@ Result<RestConfig> load_rest_config(const LoadOptions& options) {
     GPUCTL_TRY_ASSIGN(std::optional<Kubeconfig> config, detail::read_kubeconfig_file(path));
     if (!config) {
       // An explicit file must exist; missing files in a list are skipped, as kubectl does.
-      if (explicit_file) return fail(Errc::config, fmt::format("kubeconfig {}: cannot read: No such file or directory (--kubeconfig)", path));
+      if (explicit_file)
+        return fail(Errc::config,
+                    fmt::format("kubeconfig {}: cannot read: No such file or directory (--kubeconfig)", path));
       missing.push_back(path);
       continue;
     }

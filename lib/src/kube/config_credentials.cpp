@@ -18,7 +18,8 @@ std::optional<std::string> exec_api_version_problem(const std::string& version) 
         "use {} if the plugin supports it",
         version, kExecApiV1beta1);
   }
-  return fmt::format("exec plugin: invalid apiVersion \"{}\" (supported: {}, {})", version, kExecApiV1, kExecApiV1beta1);
+  return fmt::format("exec plugin: invalid apiVersion \"{}\" (supported: {}, {})", version, kExecApiV1,
+                     kExecApiV1beta1);
 }
 
 // auth-provider: only the exec mechanism is supported; the messages for gcp and azure are
@@ -27,7 +28,8 @@ std::string auth_provider_problem(const std::string& name) {
   if (name == "gcp") {
     return "auth-provider \"gcp\": The gcp auth plugin has been removed. Please use the \"gke-gcloud-auth-plugin\" "
            "kubectl/client-go credential plugin instead. See "
-           "https://cloud.google.com/blog/products/containers-kubernetes/kubectl-auth-changes-in-gke for further details";
+           "https://cloud.google.com/blog/products/containers-kubernetes/kubectl-auth-changes-in-gke for further "
+           "details";
   }
   if (name == "azure") {
     return fmt::format(
@@ -108,7 +110,8 @@ Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& r
   rc.insecure_skip_tls_verify = cluster.insecure_skip_tls_verify;
   rc.tls_server_name = cluster.tls_server_name;
 
-  const char* ca_field = cluster.certificate_authority_data.empty() ? "certificate-authority" : "certificate-authority-data";
+  const char* ca_field =
+      cluster.certificate_authority_data.empty() ? "certificate-authority" : "certificate-authority-data";
   auto ca = data_or_file(cluster.certificate_authority_data, cluster.certificate_authority);
   if (!ca) return cluster_problem(ca_field, ca.error().message);
   const char* cert_field = user.client_certificate_data.empty() ? "client-certificate" : "client-certificate-data";
@@ -121,7 +124,9 @@ Result<void> add_tls(const KcUser& user, const KcCluster& cluster, RestConfig& r
   if (!ca->empty() && !looks_like_pem(*ca)) {
     std::string text = "unable to load root certificates: unable to parse bytes as PEM block";
     if (omitted_by_config_view(cluster.certificate_authority_data)) {
-      text += " (the data was omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view --raw\")";
+      text +=
+          " (the data was omitted by \"kubectl config view\"; export the kubeconfig with \"kubectl config view "
+          "--raw\")";
     }
     return cluster_problem(ca_field, text);
   }

@@ -127,7 +127,8 @@ struct Named {
 
 Result<Named> entry_name(const Decoder& d, const Node& item, const char* list, const char* singular, std::size_t i) {
   std::string index = fmt::format("{}[{}]", list, i);
-  if (!item.IsMap()) return d.bad(index, "", "expected a mapping with name and " + std::string(singular) + ", got " + kind_of(item));
+  if (!item.IsMap())
+    return d.bad(index, "", "expected a mapping with name and " + std::string(singular) + ", got " + kind_of(item));
   GPUCTL_TRY_ASSIGN(std::string name, get_string(d, item, "name", index));
   return Named{name, fmt::format("{} \"{}\"", singular, shown_in_error(name))};
 }
@@ -274,9 +275,11 @@ Result<void> decode_contexts(const Decoder& d, const Node& root, Kubeconfig& out
 Result<Kubeconfig> decode(const Decoder& d, const Node& root) {
   Kubeconfig out;
   if (absent(root)) return out;  // only comments: an empty config
-  if (!root.IsMap()) return d.bad("", "", "not a kubeconfig: expected a mapping at the top level, got " + kind_of(root));
+  if (!root.IsMap())
+    return d.bad("", "", "not a kubeconfig: expected a mapping at the top level, got " + kind_of(root));
   GPUCTL_TRY_ASSIGN(std::string kind, get_string(d, root, "kind", ""));
-  if (!kind.empty() && kind != "Config") return d.bad("", "kind", fmt::format("\"{}\" is not a kubeconfig (want kind: Config)", shown_in_error(kind)));
+  if (!kind.empty() && kind != "Config")
+    return d.bad("", "kind", fmt::format("\"{}\" is not a kubeconfig (want kind: Config)", shown_in_error(kind)));
   GPUCTL_TRY_ASSIGN(std::string api_version, get_string(d, root, "apiVersion", ""));
   if (!api_version.empty() && api_version != "v1") {
     return d.bad("", "apiVersion", fmt::format("\"{}\" is not supported (want v1)", shown_in_error(api_version)));

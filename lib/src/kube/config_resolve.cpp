@@ -79,7 +79,8 @@ Result<std::string> normalize_server(const std::string& server) {
     scheme = lower(server.substr(0, pos));
     rest = server.substr(pos + 3);
     if (scheme != "http" && scheme != "https") {
-      return fail(Errc::config, fmt::format("server: unsupported protocol scheme \"{}\" in \"{}\" (want https://)", scheme, redact_url(server)));
+      return fail(Errc::config, fmt::format("server: unsupported protocol scheme \"{}\" in \"{}\" (want https://)",
+                                            scheme, redact_url(server)));
     }
   }
   rest = rest.substr(0, rest.find_first_of("?#"));
@@ -98,10 +99,12 @@ void validate_user(const KcUser& u, std::vector<Problem>& out) {
   if (!u.client_key.empty() && !u.client_key_data.empty()) {
     add("client-key-data and client-key are both specified (kubectl refuses this too): keep one");
   }
-  if (has_cert && !has_key) add("client-key-data or client-key must be specified to use the clientCert authentication method");
+  if (has_cert && !has_key)
+    add("client-key-data or client-key must be specified to use the clientCert authentication method");
   if (has_key && !has_cert) add("client-certificate-data or client-certificate must be specified to use client-key");
   if (!u.client_certificate.empty()) {
-    if (auto p = open_problem(u.client_certificate)) add(fmt::format("client-certificate: cannot read {}: {}", u.client_certificate, *p));
+    if (auto p = open_problem(u.client_certificate))
+      add(fmt::format("client-certificate: cannot read {}: {}", u.client_certificate, *p));
   }
   if (!u.client_key.empty()) {
     if (auto p = open_problem(u.client_key)) add(fmt::format("client-key: cannot read {}: {}", u.client_key, *p));
@@ -125,19 +128,24 @@ void validate_user(const KcUser& u, std::vector<Problem>& out) {
   if (!u.token.empty()) methods.emplace_back("token");
   if (!u.username.empty() || !u.password.empty()) methods.emplace_back("basicAuth");
   if (methods.size() > 1) {
-    add(fmt::format("more than one authentication method found; found [{}], only one is allowed", fmt::join(methods, " ")));
+    add(fmt::format("more than one authentication method found; found [{}], only one is allowed",
+                    fmt::join(methods, " ")));
   }
   if ((!u.impersonate_uid.empty() || !u.impersonate_groups.empty() || !u.impersonate_extra.empty()) &&
       u.impersonate.empty()) {
-    add("as-uid, as-groups and as-user-extra need as: requesting uid, groups or user-extra without impersonating a user");
+    add("as-uid, as-groups and as-user-extra need as: requesting uid, groups or user-extra without impersonating a "
+        "user");
   }
 }
 
 void validate_cluster(const KcCluster& c, std::vector<Problem>& out) {
-  auto add = [&](const std::string& text) { out.push_back({c.origin, fmt::format("cluster \"{}\": {}", c.name, text)}); };
+  auto add = [&](const std::string& text) {
+    out.push_back({c.origin, fmt::format("cluster \"{}\": {}", c.name, text)});
+  };
   if (c.server.empty()) add("server: no server defined");
   if (!c.proxy_url.empty()) {
-    if (auto p = proxy_url_problem(c.proxy_url)) add(fmt::format("proxy-url: invalid 'proxy-url' \"{}\": {}", redact_url(c.proxy_url), *p));
+    if (auto p = proxy_url_problem(c.proxy_url))
+      add(fmt::format("proxy-url: invalid 'proxy-url' \"{}\": {}", redact_url(c.proxy_url), *p));
   }
   if (!c.certificate_authority.empty() && !c.certificate_authority_data.empty()) {
     add("certificate-authority-data and certificate-authority are both specified (kubectl refuses this too): keep one");
@@ -185,8 +193,9 @@ Result<const KcContext*> select_context(const Kubeconfig& kc, const LoadOptions&
       return fail(Errc::config, fmt::format("{}: context \"{}\" does not exist (--context); {}", all_files,
                                             context_name, available("contexts", context_names)));
     }
-    return fail(Errc::config, fmt::format("kubeconfig {}: current-context \"{}\" does not exist; {}",
-                                          kc.current_context_origin, context_name, available("contexts", context_names)));
+    return fail(Errc::config,
+                fmt::format("kubeconfig {}: current-context \"{}\" does not exist; {}", kc.current_context_origin,
+                            context_name, available("contexts", context_names)));
   }
   return ctx;
 }
@@ -230,8 +239,10 @@ Result<void> set_namespace(RestConfig& rc, const KcContext& ctx, const LoadOptio
     rc.namespace_name = *options.namespace_name;
   } else if (!ctx.namespace_name.empty()) {
     if (auto problem = paths::dns_label_problem(ctx.namespace_name); !problem.empty()) {
-      return fail(Errc::config, fmt::format("{}: context \"{}\": namespace \"{}\" is not a valid namespace name: it {}; fix the kubeconfig",
-                                            ctx.origin, ctx.name, ctx.namespace_name, problem));
+      return fail(
+          Errc::config,
+          fmt::format("{}: context \"{}\": namespace \"{}\" is not a valid namespace name: it {}; fix the kubeconfig",
+                      ctx.origin, ctx.name, ctx.namespace_name, problem));
     }
     rc.namespace_name = ctx.namespace_name;
   }
@@ -243,8 +254,8 @@ Result<void> set_server_and_impersonation(RestConfig& rc, const KcContext& ctx, 
                                           const KcUser& user) {
   auto server = normalize_server(cluster.server);
   if (!server) {
-    return fail(combine({{cluster.origin, fmt::format("cluster \"{}\": {}", cluster.name, server.error().message)}},
-                        ctx.name));
+    return fail(
+        combine({{cluster.origin, fmt::format("cluster \"{}\": {}", cluster.name, server.error().message)}}, ctx.name));
   }
   rc.server = *server;
   rc.proxy_url = cluster.proxy_url;

@@ -21,7 +21,8 @@ constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn
 constexpr std::array<int, 256> make_decode_map() {
   std::array<int, 256> map{};
   for (auto& v : map) v = -1;
-  for (std::size_t i = 0; i < kAlphabet.size(); ++i) map[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
+  for (std::size_t i = 0; i < kAlphabet.size(); ++i)
+    map[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
   return map;
 }
 constexpr std::array<int, 256> kDecodeMap = make_decode_map();
@@ -120,7 +121,7 @@ Result<std::string> read_text_file(const std::string& path, int* error_number) {
   };
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return problem(errno);
-  struct stat st {};
+  struct stat st{};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
     return problem(EISDIR);

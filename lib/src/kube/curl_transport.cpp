@@ -4,8 +4,8 @@
 #include <curl/curl.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cctype>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -51,7 +51,8 @@ bool split_url(const std::string& url, UrlParts& out) {
   out.scheme = url.substr(0, scheme_end);
   auto host_start = scheme_end + 3;
   auto path_start = url.find('/', host_start);
-  std::string authority = url.substr(host_start, path_start == std::string::npos ? std::string::npos : path_start - host_start);
+  std::string authority =
+      url.substr(host_start, path_start == std::string::npos ? std::string::npos : path_start - host_start);
   out.rest = path_start == std::string::npos ? "" : url.substr(path_start);
   if (!authority.empty() && authority.front() == '[') {  // [IPv6]:port
     auto close = authority.find(']');
@@ -233,8 +234,8 @@ class CurlTransport final : public Transport {
     if (!request.client_cert_pem.empty()) {
       st.cert_blob = curl_blob{const_cast<char*>(request.client_cert_pem.data()), request.client_cert_pem.size(),
                                CURL_BLOB_NOCOPY};
-      st.key_blob = curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(),
-                              CURL_BLOB_NOCOPY};
+      st.key_blob =
+          curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(), CURL_BLOB_NOCOPY};
       curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &st.cert_blob);
       curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
       curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &st.key_blob);
@@ -274,8 +275,8 @@ class CurlTransport final : public Transport {
     long new_connections = 0;
     curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &http_version);
     curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &new_connections);
-    response.protocol = http_version == CURL_HTTP_VERSION_2_0 ? "HTTP/2"
-                        : http_version == CURL_HTTP_VERSION_3 ? "HTTP/3"
+    response.protocol = http_version == CURL_HTTP_VERSION_2_0   ? "HTTP/2"
+                        : http_version == CURL_HTTP_VERSION_3   ? "HTTP/3"
                         : http_version == CURL_HTTP_VERSION_1_0 ? "HTTP/1.0"
                                                                 : "HTTP/1.1";
     response.new_connection = new_connections > 0;
@@ -304,7 +305,8 @@ class CurlTransport final : public Transport {
 
     if (rc == CURLE_WRITE_ERROR && st.ex.stopped_by_handler) return std::move(st.ex.response);
     if (rc == CURLE_WRITE_ERROR && st.ex.body_too_large) {
-      return fail(Errc::io, fmt::format("{} {}: the API server's answer is larger than {} MiB after decompression (the limit); refusing to read more",
+      return fail(Errc::io, fmt::format("{} {}: the API server's answer is larger than {} MiB after decompression (the "
+                                        "limit); refusing to read more",
                                         request.method, server_of(request.url), kMaxResponseBodyBytes >> 20));
     }
     if (rc != CURLE_OK) return fail(describe_failure(rc, st.error_buffer, request));
@@ -321,40 +323,58 @@ class CurlTransport final : public Transport {
         return util::cancelled_error(fmt::format("{} request to {} abandoned", request.method, where));
       case CURLE_OPERATION_TIMEDOUT:
         e.code = Errc::timeout;
-        e.message = fmt::format("request to {} timed out ({}); raise --request-timeout or check that the API server is healthy", where, why);
+        e.message =
+            fmt::format("request to {} timed out ({}); raise --request-timeout or check that the API server is healthy",
+                        where, why);
         break;
       case CURLE_COULDNT_RESOLVE_HOST:
       case CURLE_COULDNT_RESOLVE_PROXY:
-        e.message = fmt::format("cannot resolve the API server {} ({}); check the server field of the cluster in your kubeconfig", where, why);
+        e.message = fmt::format(
+            "cannot resolve the API server {} ({}); check the server field of the cluster in your kubeconfig", where,
+            why);
         break;
       case CURLE_COULDNT_CONNECT:
         if (!settings_.proxy_url.empty()) {
-          e.message = fmt::format("cannot connect to the API server {} through the proxy {} ({}); is the proxy running, and is the kubeconfig's proxy-url right?",
-                                  where, redact_url(settings_.proxy_url), why);
+          e.message = fmt::format(
+              "cannot connect to the API server {} through the proxy {} ({}); is the proxy running, and is the "
+              "kubeconfig's proxy-url right?",
+              where, redact_url(settings_.proxy_url), why);
         } else {
-          e.message = fmt::format("cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?", where, why);
+          e.message = fmt::format(
+              "cannot connect to the API server {} ({}); is it running and is the kubeconfig's server address right?",
+              where, why);
         }
         break;
       case CURLE_PROXY:
-        e.message = fmt::format("the proxy {} refused to connect to the API server {} ({}); check the kubeconfig's proxy-url and the proxy's rules",
-                                redact_url(settings_.proxy_url), where, why);
+        e.message = fmt::format(
+            "the proxy {} refused to connect to the API server {} ({}); check the kubeconfig's proxy-url and the "
+            "proxy's rules",
+            redact_url(settings_.proxy_url), where, why);
         break;
       case CURLE_PEER_FAILED_VERIFICATION:
-        e.message = fmt::format("the API server {} presented a certificate that could not be verified ({}); check certificate-authority(-data) or tls-server-name in your kubeconfig", where, why);
+        e.message = fmt::format(
+            "the API server {} presented a certificate that could not be verified ({}); check "
+            "certificate-authority(-data) or tls-server-name in your kubeconfig",
+            where, why);
         break;
       case CURLE_SSL_CONNECT_ERROR:
         // A reset or EOF in the handshake is the server going away, not bad credentials.
         if (why.find("reset") != std::string::npos || why.find("EOF") != std::string::npos ||
             why.find("Connection closed") != std::string::npos || why.find("unexpected eof") != std::string::npos) {
           e.transient = true;
-          e.message = fmt::format("the API server {} closed the connection during the TLS handshake ({}); retry, or check that it is healthy", where, why);
+          e.message = fmt::format(
+              "the API server {} closed the connection during the TLS handshake ({}); retry, or check that it is "
+              "healthy",
+              where, why);
           break;
         }
         [[fallthrough]];
       case CURLE_SSL_CERTPROBLEM:
       case CURLE_SSL_CIPHER:
       case CURLE_SSL_CACERT_BADFILE:
-        e.message = fmt::format("TLS handshake with {} failed ({}); check the client certificate, key and CA in your kubeconfig", where, why);
+        e.message = fmt::format(
+            "TLS handshake with {} failed ({}); check the client certificate, key and CA in your kubeconfig", where,
+            why);
         break;
       case CURLE_SEND_ERROR:
       case CURLE_RECV_ERROR:
@@ -364,11 +384,10 @@ class CurlTransport final : public Transport {
       case CURLE_HTTP2_STREAM:
         // The connection broke mid-exchange (reset, EOF, HTTP/2 GOAWAY): worth a retry for reads.
         e.transient = true;
-        e.message = fmt::format("the connection to {} broke ({}); retry, or check the API server and any proxy between", where, why);
+        e.message = fmt::format("the connection to {} broke ({}); retry, or check the API server and any proxy between",
+                                where, why);
         break;
-      default:
-        e.message = fmt::format("request to {} failed: {}", where, why);
-        break;
+      default: e.message = fmt::format("request to {} failed: {}", where, why); break;
     }
     return e;
   }

@@ -94,7 +94,9 @@ struct Failure {
   std::string text;
 };
 
-std::unexpected<Failure> failure(Errc code, std::string text) { return std::unexpected<Failure>(Failure{code, std::move(text)}); }
+std::unexpected<Failure> failure(Errc code, std::string text) {
+  return std::unexpected<Failure>(Failure{code, std::move(text)});
+}
 
 // The ExecCredential the plugin printed.
 std::expected<ExecCredential, Failure> decode_output(const std::string& out, const std::string& api_version) {
@@ -112,7 +114,8 @@ std::expected<ExecCredential, Failure> decode_output(const std::string& out, con
     return it->get<std::string>();
   };
   auto kind = string_field(doc, "kind");
-  if (!kind || kind->empty()) return failure(Errc::process, "decoding stdout: Object 'Kind' is missing (want ExecCredential)");
+  if (!kind || kind->empty())
+    return failure(Errc::process, "decoding stdout: Object 'Kind' is missing (want ExecCredential)");
   if (*kind != "ExecCredential") {
     return failure(Errc::process, fmt::format("decoding stdout: kind is \"{}\", want ExecCredential", *kind));
   }
@@ -130,8 +133,9 @@ std::expected<ExecCredential, Failure> decode_output(const std::string& out, con
   if (!status_it->is_object()) return failure(Errc::process, "decoding stdout: status: expected a JSON object");
   const nlohmann::json& status = *status_it;
   ExecCredential cred;
-  const std::pair<const char*, std::string*> fields[] = {
-      {"token", &cred.token}, {"clientCertificateData", &cred.client_cert_pem}, {"clientKeyData", &cred.client_key_pem}};
+  const std::pair<const char*, std::string*> fields[] = {{"token", &cred.token},
+                                                         {"clientCertificateData", &cred.client_cert_pem},
+                                                         {"clientKeyData", &cred.client_key_pem}};
   for (const auto& [key, target] : fields) {
     auto value = string_field(status, key);
     if (!value) return failure(Errc::process, fmt::format("decoding stdout: status.{}: expected a string", key));
@@ -142,8 +146,9 @@ std::expected<ExecCredential, Failure> decode_output(const std::string& out, con
   if (!expiry->empty()) {
     auto when = parse_rfc3339(*expiry);
     if (!when) {
-      return failure(Errc::process,
-                     fmt::format("decoding stdout: status.expirationTimestamp: \"{}\" is not an RFC 3339 time", *expiry));
+      return failure(
+          Errc::process,
+          fmt::format("decoding stdout: status.expirationTimestamp: \"{}\" is not an RFC 3339 time", *expiry));
     }
     cred.expiration = *when;
   }
@@ -154,10 +159,12 @@ std::expected<ExecCredential, Failure> decode_output(const std::string& out, con
     return failure(Errc::process, "exec plugin returned only certificate or key, not both");
   }
   if (!cred.client_cert_pem.empty() && !detail::looks_like_pem(cred.client_cert_pem)) {
-    return failure(Errc::process, "failed parsing client key/certificate: tls: failed to find any PEM data in certificate input");
+    return failure(Errc::process,
+                   "failed parsing client key/certificate: tls: failed to find any PEM data in certificate input");
   }
   if (!cred.client_key_pem.empty() && !detail::looks_like_pem(cred.client_key_pem)) {
-    return failure(Errc::process, "failed parsing client key/certificate: tls: failed to find any PEM data in key input");
+    return failure(Errc::process,
+                   "failed parsing client key/certificate: tls: failed to find any PEM data in key input");
   }
   return cred;
 }
@@ -200,7 +207,8 @@ std::string not_found_message(const ExecConfig& exec, bool in_path) {
 
 }  // namespace
 
-ExecCredentialSource::ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock, Notice on_notice)
+ExecCredentialSource::ExecCredentialSource(const RestConfig& config, bool stdin_is_terminal, Clock clock,
+                                           Notice on_notice)
     : config_(config),
       stdin_is_terminal_(stdin_is_terminal),
       clock_(clock ? std::move(clock) : Clock([] { return system_clock::now(); })),
@@ -249,8 +257,9 @@ Result<ExecCredential> ExecCredentialSource::run_plugin() {
     }
     interactive = true;
   } else {
-    return error(Errc::config, fmt::format("exec plugin cannot support interactive mode: unknown interactiveMode: \"{}\"",
-                                           exec.interactive_mode));
+    return error(Errc::config,
+                 fmt::format("exec plugin cannot support interactive mode: unknown interactiveMode: \"{}\"",
+                             exec.interactive_mode));
   }
 
   util::ProcessOptions options;
@@ -267,9 +276,10 @@ Result<ExecCredential> ExecCredentialSource::run_plugin() {
   if (on_notice_) {
     options.notice_after = kExecNoticeAfter;
     options.on_notice = [this, &exec] {
-      on_notice_(fmt::format("still waiting for the exec credential plugin {} (user \"{}\") after {}s; it may be waiting for a login; "
-                             "Ctrl-C stops it",
-                             exec.command, config_.user, kExecNoticeAfter.count()));
+      on_notice_(fmt::format(
+          "still waiting for the exec credential plugin {} (user \"{}\") after {}s; it may be waiting for a login; "
+          "Ctrl-C stops it",
+          exec.command, config_.user, kExecNoticeAfter.count()));
     };
   }
 
@@ -281,14 +291,16 @@ Result<ExecCredential> ExecCredentialSource::run_plugin() {
     return error(Errc::process, fmt::format("exec: fork/exec {}: {}", exec.command, std::strerror(result.start_error)));
   }
   if (result.output_too_large) {
-    return error(Errc::process, fmt::format("exec: executable {} wrote more than {} MiB to stdout (the limit for an ExecCredential) and was stopped; check the plugin",
+    return error(Errc::process, fmt::format("exec: executable {} wrote more than {} MiB to stdout (the limit for an "
+                                            "ExecCredential) and was stopped; check the plugin",
                                             exec.command, kMaxExecOutputBytes >> 20));
   }
   if (result.term_signal != 0) {
     return error(Errc::process, fmt::format("exec: executable {} {}", exec.command, util::describe_outcome(result)));
   }
   if (result.exit_code != 0) {
-    return error(Errc::process, fmt::format("exec: executable {} failed with exit code {}", exec.command, result.exit_code));
+    return error(Errc::process,
+                 fmt::format("exec: executable {} failed with exit code {}", exec.command, result.exit_code));
   }
   auto cred = decode_output(result.stdout_text, exec.api_version);
   if (!cred) return error(cred.error().code, cred.error().text);

@@ -61,7 +61,8 @@ Result<nlohmann::json> parse_label_selector(std::string_view text) {
                             "key in (a,b), key notin (a,b), key or !key",
                             text, part, why));
   };
-  if (trim(text).empty()) return fail(Errc::invalid_argument, "label selector is empty; give at least one requirement such as app=trainer");
+  if (trim(text).empty())
+    return fail(Errc::invalid_argument, "label selector is empty; give at least one requirement such as app=trainer");
   json labels = json::object();
   json expressions = json::array();
   for (const std::string& part : split_requirements(text)) {
@@ -93,7 +94,8 @@ Result<nlohmann::json> parse_label_selector(std::string_view text) {
       std::string head = trim(std::string_view(part).substr(0, open));
       auto space = head.find_last_of(" \t");
       if (space == std::string::npos) return bad(part, "needs `in` or `notin` before the list");
-      std::string key = trim(std::string_view(head).substr(0, space)), op = trim(std::string_view(head).substr(space + 1));
+      std::string key = trim(std::string_view(head).substr(0, space)),
+                  op = trim(std::string_view(head).substr(space + 1));
       if (op != "in" && op != "notin") return bad(part, "needs `in` or `notin` before the list");
       if (!valid_key(key)) return bad(part, "has an invalid key");
       json values = json::array();

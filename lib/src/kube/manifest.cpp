@@ -49,8 +49,7 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
   auto where = [&] { return fmt::format("{}:{}", source, node.Mark().line + 1); };
   switch (node.Type()) {
     case YAML::NodeType::Undefined:
-    case YAML::NodeType::Null:
-      return json(nullptr);
+    case YAML::NodeType::Null: return json(nullptr);
     case YAML::NodeType::Scalar:
       // yaml-cpp tags quoted (and literal/folded) scalars "!": those are strings, whatever they say.
       if (node.Tag() == "!") return json(node.Scalar());
@@ -67,11 +66,12 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
     case YAML::NodeType::Map: {
       json out = json::object();
       for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) return fail(Errc::invalid_argument, fmt::format("{}: a map key is not a string", where()));
+        if (!kv.first.IsScalar())
+          return fail(Errc::invalid_argument, fmt::format("{}: a map key is not a string", where()));
         const std::string& key = kv.first.Scalar();
         if (out.contains(key)) {
-          return fail(Errc::invalid_argument,
-                      fmt::format("{}: key \"{}\" appears twice; remove one of them", where(), detail::shown_in_error(key)));
+          return fail(Errc::invalid_argument, fmt::format("{}: key \"{}\" appears twice; remove one of them", where(),
+                                                          detail::shown_in_error(key)));
         }
         GPUCTL_TRY_ASSIGN(json v, to_json(kv.second, source));
         out[key] = std::move(v);
@@ -87,7 +87,8 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
 Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view source) {
   // What parses is sent as JSON, which must be UTF-8 (kubectl's YAML reader refuses the same).
   if (std::size_t valid = util::valid_utf8_prefix(text); valid != text.size()) {
-    return fail(Errc::invalid_argument, fmt::format("{}: byte {} is not valid UTF-8; a manifest must be UTF-8 text", source, valid + 1));
+    return fail(Errc::invalid_argument,
+                fmt::format("{}: byte {} is not valid UTF-8; a manifest must be UTF-8 text", source, valid + 1));
   }
   // JSON is YAML to yaml-cpp, whose parser recurses per level (and gives up only at 2000):
   // a JSON document is measured by the linear scan first.
@@ -100,8 +101,10 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   try {
     const std::string owned(text);
     if (count_documents(owned) > kMaxDocuments) {
-      return fail(Errc::invalid_argument, fmt::format("{}: holds more than {} YAML documents (or a stray ',' after a value); "
-                                                      "give one object per file", source, kMaxDocuments));
+      return fail(Errc::invalid_argument,
+                  fmt::format("{}: holds more than {} YAML documents (or a stray ',' after a value); "
+                              "give one object per file",
+                              source, kMaxDocuments));
     }
     docs = YAML::LoadAll(owned);
   } catch (const YAML::DeepRecursion&) {
@@ -114,13 +117,15 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   for (auto& d : docs) {
     if (!d.IsNull()) real.push_back(d);
   }
-  if (real.empty()) return fail(Errc::invalid_argument, fmt::format("{}: holds no object; expected one manifest", source));
+  if (real.empty())
+    return fail(Errc::invalid_argument, fmt::format("{}: holds no object; expected one manifest", source));
   if (real.size() > 1) {
     return fail(Errc::invalid_argument,
                 fmt::format("{}: holds {} documents; give one object per file", source, real.size()));
   }
   if (!real[0].IsMap()) {
-    return fail(Errc::invalid_argument, fmt::format("{}: is not an object (expected apiVersion, kind, metadata, spec)", source));
+    return fail(Errc::invalid_argument,
+                fmt::format("{}: is not an object (expected apiVersion, kind, metadata, spec)", source));
   }
   // Depth and alias expansion are bounded before to_json recurses and copies.
   GPUCTL_TRY(detail::check_yaml_tree(real[0], source, text.size(), Errc::invalid_argument));

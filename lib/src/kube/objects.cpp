@@ -36,7 +36,8 @@ const json& array_field(const json& object, std::string_view key) {
 
 std::optional<std::int64_t> integer_field(const json& object, std::string_view key) {
   const json& v = field(object, key);
-  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX)) return v.get<std::int64_t>();
+  if (v.is_number_integer() && !(v.is_number_unsigned() && v.get<std::uint64_t>() > INT64_MAX))
+    return v.get<std::int64_t>();
   return std::nullopt;
 }
 
@@ -88,7 +89,7 @@ ResourceList parse_resource_list(const json& list) {
   ResourceList out;
   if (!list.is_object()) return out;
   for (const auto& [name, value] : list.items()) {
-    Result<Quantity> q = value.is_string() ? Quantity::parse(value.get<std::string>())
+    Result<Quantity> q = value.is_string()           ? Quantity::parse(value.get<std::string>())
                          : value.is_number_integer() ? Result<Quantity>(Quantity::from_int(value.get<std::int64_t>()))
                                                      : Result<Quantity>(fail(Errc::parse, "not a quantity"));
     if (q) out.emplace(name, *q);
@@ -133,7 +134,8 @@ std::vector<Taint> node_taints(const json& node) {
   const json& list = field(field(node, "spec"), "taints");
   if (!list.is_array()) return taints;
   for (const auto& t : list) {
-    taints.push_back({string_field(t, "key"), string_field(t, "value"), string_field(t, "effect"), string_field(t, "timeAdded")});
+    taints.push_back(
+        {string_field(t, "key"), string_field(t, "value"), string_field(t, "effect"), string_field(t, "timeAdded")});
   }
   return taints;
 }
@@ -154,7 +156,8 @@ std::vector<NodeCondition> node_conditions(const json& node) {
   const json& list = field(field(node, "status"), "conditions");
   if (!list.is_array()) return out;
   for (const auto& c : list) {
-    out.push_back({string_field(c, "type"), string_field(c, "status"), string_field(c, "reason"), string_field(c, "message")});
+    out.push_back(
+        {string_field(c, "type"), string_field(c, "status"), string_field(c, "reason"), string_field(c, "message")});
   }
   return out;
 }

@@ -40,7 +40,9 @@ const char* expected_name(JsonType t) {
 std::string quantity_map_problem(const json& v, const std::string& where) {
   for (const auto& [name, value] : v.items()) {
     bool ok = value.is_string() ? Quantity::parse(value.get<std::string>()).has_value() : value.is_number_integer();
-    if (!ok) return fmt::format("{}.{} is {}, expected a quantity", where, name, value.is_string() ? value.dump() : type_name(value));
+    if (!ok)
+      return fmt::format("{}.{} is {}, expected a quantity", where, name,
+                         value.is_string() ? value.dump() : type_name(value));
   }
   return {};
 }
@@ -166,12 +168,9 @@ Shapes pod_spec_shape(const std::string& prefix) {
 
 const Shapes& conditions_shape() {
   static const Shapes shapes = {
-      {"status.conditions[]", JsonType::object},
-      {"status.conditions[].type", JsonType::string},
-      {"status.conditions[].status", JsonType::string},
-      {"status.conditions[].reason", JsonType::string},
-      {"status.conditions[].message", JsonType::string},
-      {"status.conditions[].lastTransitionTime", JsonType::string},
+      {"status.conditions[]", JsonType::object},         {"status.conditions[].type", JsonType::string},
+      {"status.conditions[].status", JsonType::string},  {"status.conditions[].reason", JsonType::string},
+      {"status.conditions[].message", JsonType::string}, {"status.conditions[].lastTransitionTime", JsonType::string},
   };
   return shapes;
 }

@@ -44,7 +44,8 @@ std::string core(std::string_view ns, std::string_view plural) {
 std::string core_object(std::string_view ns, std::string_view plural, std::string_view name) {
   return "/api/v1/namespaces/" + seg(ns) + "/" + std::string(plural) + "/" + seg(name);
 }
-std::string group_object(std::string_view group_version, std::string_view ns, std::string_view plural, std::string_view name) {
+std::string group_object(std::string_view group_version, std::string_view ns, std::string_view plural,
+                         std::string_view name) {
   return "/apis/" + std::string(group_version) + "/namespaces/" + seg(ns) + "/" + std::string(plural) + "/" + seg(name);
 }
 std::string group(std::string_view group_version, std::string_view ns, std::string_view plural) {
@@ -57,7 +58,8 @@ std::string dns_label_problem(std::string_view name) {
   if (name.empty()) return "must not be empty";
   if (name.size() > 63) return fmt::format("must be no more than 63 characters (has {})", name.size());
   if (!is_label(name)) {
-    return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+    return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
+           "character";
   }
   return {};
 }
@@ -81,7 +83,8 @@ std::string unsafe_path_problem(std::string_view path) {
   if (!path.starts_with('/')) return "does not start with '/'";
   for (std::size_t start = 1;;) {
     auto slash = path.find('/', start);
-    auto segment = percent_decoded(path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
+    auto segment =
+        percent_decoded(path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start));
     if (segment.empty()) return "has an empty segment (an empty name)";
     if (segment == "." || segment == "..") return fmt::format("has a \"{}\" segment", segment);
     if (segment.find('/') != std::string::npos) return "has a segment with an encoded '/'";
@@ -100,7 +103,9 @@ std::string pod_log(std::string_view ns, std::string_view name) { return pod(ns,
 std::string jobs(std::string_view ns) { return group("batch/v1", ns, "jobs"); }
 std::string job(std::string_view ns, std::string_view name) { return group_object("batch/v1", ns, "jobs", name); }
 std::string resource_quotas(std::string_view ns) { return core(ns, "resourcequotas"); }
-std::string resource_quota(std::string_view ns, std::string_view name) { return core_object(ns, "resourcequotas", name); }
+std::string resource_quota(std::string_view ns, std::string_view name) {
+  return core_object(ns, "resourcequotas", name);
+}
 std::string limit_ranges(std::string_view ns) { return core(ns, "limitranges"); }
 std::string limit_range(std::string_view ns, std::string_view name) { return core_object(ns, "limitranges", name); }
 std::string pod_disruption_budgets(std::string_view ns) { return group("policy/v1", ns, "poddisruptionbudgets"); }
@@ -111,7 +116,9 @@ std::string persistent_volume_claim(std::string_view ns, std::string_view name) 
   return core_object(ns, "persistentvolumeclaims", name);
 }
 std::string events(std::string_view ns) { return core(ns, "events"); }
-std::string daemon_set(std::string_view ns, std::string_view name) { return group_object("apps/v1", ns, "daemonsets", name); }
+std::string daemon_set(std::string_view ns, std::string_view name) {
+  return group_object("apps/v1", ns, "daemonsets", name);
+}
 std::string core_v1_discovery() { return "/api/v1"; }
 
 }  // namespace gpuctl::kube::paths

@@ -27,17 +27,14 @@ using detail::U128;
 using Format = Quantity::Format;
 
 // Upstream caps parsed binary-SI quantities at the largest int64.
-constexpr U128 kBinaryCapNanos =
-    static_cast<U128>(std::numeric_limits<std::int64_t>::max()) * kNanosPerUnit;
+constexpr U128 kBinaryCapNanos = static_cast<U128>(std::numeric_limits<std::int64_t>::max()) * kNanosPerUnit;
 
 // Upstream's splitREString, quoted in its ErrFormatWrong.
 constexpr std::string_view kSyntax = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 constexpr std::string_view kExamples = "for example 500m, 1.5Gi, 8 or 1e3";
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_suffix_char(char c) {
-  return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos;
-}
+bool is_suffix_char(char c) { return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos; }
 
 // The text as it appears in error messages: quoted, control bytes escaped, long input cut.
 std::string quoted(std::string_view text) {
@@ -64,13 +61,12 @@ std::string quoted(std::string_view text) {
 }
 
 std::unexpected<Error> invalid(std::string_view text, std::string_view why) {
-  return fail(Errc::invalid_argument,
-              "invalid quantity " + quoted(text) + ": " + std::string(why));
+  return fail(Errc::invalid_argument, "invalid quantity " + quoted(text) + ": " + std::string(why));
 }
 
 std::unexpected<Error> format_error(std::string_view text) {
-  return invalid(text, "quantities must match the regular expression '" + std::string(kSyntax) +
-                           "' (" + std::string(kExamples) + ")");
+  return invalid(text, "quantities must match the regular expression '" + std::string(kSyntax) + "' (" +
+                           std::string(kExamples) + ")");
 }
 
 // The pieces of upstream's parseQuantityString. num has its leading zeros stripped ("0" when
@@ -120,8 +116,8 @@ std::optional<Scanned> scan(std::string_view str) {
 }
 
 struct Suffix {
-  int base = 10;               // 10 or 2
-  std::int64_t exponent = 0;   // power of the base
+  int base = 10;              // 10 or 2
+  std::int64_t exponent = 0;  // power of the base
   Format format = Format::decimal_si;
 };
 
@@ -264,7 +260,8 @@ Result<Quantity> Quantity::parse(std::string_view text) {
   if (!suffix) {
     return invalid(text, "unable to parse quantity's suffix " + quoted(s.suffix) +
                              " (the suffix is one of n u m k M G T P E, Ki Mi Gi Ti Pi Ei, or "
-                             "an exponent such as e3 or E-6; " + std::string(kExamples) + ")");
+                             "an exponent such as e3 or E-6; " +
+                             std::string(kExamples) + ")");
   }
   const std::int64_t exponent = std::clamp(suffix->exponent, -kExponentClamp, kExponentClamp);
 
@@ -285,8 +282,7 @@ Result<Quantity> Quantity::parse(std::string_view text) {
     keep_text = fast_path && (parse_digits(s.num) & 7U) != 0;
   }
   if (!fast_path && s.number.find_first_of("0123456789") == std::string_view::npos) {
-    return invalid(text, "unable to parse numeric part of quantity: it has no digits (" +
-                             std::string(kExamples) + ")");
+    return invalid(text, "unable to parse numeric part of quantity: it has no digits (" + std::string(kExamples) + ")");
   }
 
   Magnitude m = magnitude_of(s, suffix->base, exponent);
@@ -298,8 +294,8 @@ Result<Quantity> Quantity::parse(std::string_view text) {
   if (m.too_large) {
     // Upstream keeps such values in an unbounded inf.Dec. gpuctl holds nanos in 128 bits;
     // 10^29 is far beyond any resource, so refusing is safer than wrapping or capping.
-    return invalid(text, "its magnitude is too large: gpuctl supports quantities below 1e29 (" +
-                             std::string(kExamples) + ")");
+    return invalid(
+        text, "its magnitude is too large: gpuctl supports quantities below 1e29 (" + std::string(kExamples) + ")");
   }
 
   const auto nanos = static_cast<I128>(m.nanos);

@@ -24,8 +24,7 @@ std::int64_t scaled_away_from_zero(I128 nanos, U128 divisor) {
   const U128 rounded = mag / divisor + (mag % divisor != 0 ? 1 : 0);
   constexpr U128 kMax = static_cast<U128>(std::numeric_limits<std::int64_t>::max());
   if (nanos >= 0) {
-    return rounded > kMax ? std::numeric_limits<std::int64_t>::max()
-                          : static_cast<std::int64_t>(rounded);
+    return rounded > kMax ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(rounded);
   }
   if (rounded > kMax + 1) return std::numeric_limits<std::int64_t>::min();
   return static_cast<std::int64_t>(static_cast<I128>(0) - static_cast<I128>(rounded));

@@ -19,8 +19,7 @@ using Format = Quantity::Format;
 
 // Suffixes for 1024^0..1024^6 and for 10^-9, 10^-6, ..., 10^18, as canonical forms write them.
 constexpr std::array<std::string_view, 7> kBinarySuffixes{"", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
-constexpr std::array<std::string_view, 10> kDecimalSuffixes{"n", "u", "m", "", "k",
-                                                            "M", "G", "T", "P", "E"};
+constexpr std::array<std::string_view, 10> kDecimalSuffixes{"n", "u", "m", "", "k", "M", "G", "T", "P", "E"};
 
 std::string u128_to_string(U128 v) {
   if (v == 0) return "0";

@@ -21,8 +21,6 @@ constexpr U128 kNanosPerUnit = 1'000'000'000;
 constexpr int kMaxNanosDigits = 38;
 constexpr U128 kMaxNanos = pow10(kMaxNanosDigits) - 1;
 
-inline U128 magnitude(I128 v) {
-  return v < 0 ? static_cast<U128>(0) - static_cast<U128>(v) : static_cast<U128>(v);
-}
+inline U128 magnitude(I128 v) { return v < 0 ? static_cast<U128>(0) - static_cast<U128>(v) : static_cast<U128>(v); }
 
 }  // namespace gpuctl::kube::detail

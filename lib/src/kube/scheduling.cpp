@@ -190,7 +190,8 @@ bool has_placement_constraints(const json& pod_spec) {
 
 std::string describe_placement(const json& pod_spec) {
   std::vector<std::string> parts;
-  if (std::string node_name = string_field(pod_spec, "nodeName"); !node_name.empty()) parts.push_back("nodeName=" + node_name);
+  if (std::string node_name = string_field(pod_spec, "nodeName"); !node_name.empty())
+    parts.push_back("nodeName=" + node_name);
   const json& selector = field(pod_spec, "nodeSelector");
   if (selector.is_object()) {
     for (const auto& [key, value] : selector.items()) {

@@ -25,8 +25,8 @@ std::string shown_in_error(std::string_view text) {
 }
 
 Error yaml_too_deep(std::string_view source, Errc errc) {
-  return fail(errc, fmt::format("{}: YAML nests deeper than {} levels; refusing to read it", source,
-                                util::kMaxNestingDepth))
+  return fail(errc,
+              fmt::format("{}: YAML nests deeper than {} levels; refusing to read it", source, util::kMaxNestingDepth))
       .error();
 }
 
@@ -39,11 +39,12 @@ Result<void> check_yaml_tree(const YAML::Node& root, std::string_view source, st
     pending.pop_back();
     if (++nodes > kMaxYamlNodes) {
       if (text_size < kMaxYamlNodes) {
-        return fail(errc, fmt::format("{}: YAML aliases expand to more than {} nodes (alias bomb?); refusing to read it",
-                                      source, kMaxYamlNodes));
+        return fail(errc,
+                    fmt::format("{}: YAML aliases expand to more than {} nodes (alias bomb?); refusing to read it",
+                                source, kMaxYamlNodes));
       }
-      return fail(errc, fmt::format("{}: holds more than {} YAML nodes (aliases expanded); refusing to read it",
-                                    source, kMaxYamlNodes));
+      return fail(errc, fmt::format("{}: holds more than {} YAML nodes (aliases expanded); refusing to read it", source,
+                                    kMaxYamlNodes));
     }
     if (!node.IsSequence() && !node.IsMap()) continue;
     if (depth > util::kMaxNestingDepth) return std::unexpected(yaml_too_deep(source, errc));

@@ -42,7 +42,8 @@ std::string Table::render(const RenderOptions& options) const {
   for (const auto& row : rows_) rows.push_back(safe_row(row));
   std::vector<std::size_t> widths(columns, 0);
   for (const auto& row : rows) {
-    for (std::size_t i = 0; i < columns && i < row.size(); ++i) widths[i] = std::max(widths[i], display_width(row[i].text));
+    for (std::size_t i = 0; i < columns && i < row.size(); ++i)
+      widths[i] = std::max(widths[i], display_width(row[i].text));
   }
   std::string out;
   for (const auto& cells : rows) {

@@ -126,8 +126,8 @@ void emit(YAML::Emitter& out, const nlohmann::json& v, int depth) {
 
 bool yaml_needs_quotes(std::string_view s) {
   if (s.empty()) return true;
-  if (one_of(s, {"~", "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes",
-                 "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF", "y", "Y", "n", "N"})) {
+  if (one_of(s, {"~",  "null", "Null", "NULL", "true", "True", "TRUE", "false", "False", "FALSE", "yes", "Yes", "YES",
+                 "no", "No",   "NO",   "on",   "On",   "ON",   "off",  "Off",   "OFF",   "y",     "Y",   "n",   "N"})) {
     return true;
   }
   return kube::is_yaml_float_syntax(s, true) || is_hex_or_octal(s) || is_inf_or_nan(s) || is_sexagesimal(s) ||

@@ -33,12 +33,12 @@ Result<void> validate(const SshSettings& s) {
                   fmt::format("--ssh-option \"{}\": give it as KEY=VALUE, as in --ssh-option ProxyJump=bastion", o));
     }
   }
-  if (s.port < 0 || s.port > 65535) return fail(Errc::invalid_argument, fmt::format("--ssh-port {}: not a port (1-65535)", s.port));
+  if (s.port < 0 || s.port > 65535)
+    return fail(Errc::invalid_argument, fmt::format("--ssh-port {}: not a port (1-65535)", s.port));
   if (s.connect_timeout.count() <= 0) return fail(Errc::invalid_argument, "--connect-timeout must be more than 0");
   if (s.deadline <= s.connect_timeout) {
-    return fail(Errc::invalid_argument,
-                fmt::format("--ssh-timeout ({}) must be longer than --connect-timeout ({})", seconds_text(s.deadline),
-                            seconds_text(s.connect_timeout)));
+    return fail(Errc::invalid_argument, fmt::format("--ssh-timeout ({}) must be longer than --connect-timeout ({})",
+                                                    seconds_text(s.deadline), seconds_text(s.connect_timeout)));
   }
   return {};
 }
@@ -48,8 +48,9 @@ std::vector<std::string> ssh_argv(const SshSettings& s, std::string_view address
   if (!s.config_file.empty()) argv.insert(argv.end(), {"-F", s.config_file});
   // BatchMode: never prompt (a password or passphrase prompt would hang the fan-out).
   // ServerAlive: a session whose host went away ends before the hard deadline.
-  argv.insert(argv.end(), {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", seconds_ceil(s.connect_timeout)),
-                           "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"});
+  argv.insert(argv.end(),
+              {"-o", "BatchMode=yes", "-o", fmt::format("ConnectTimeout={}", seconds_ceil(s.connect_timeout)), "-o",
+               "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"});
   if (!s.user.empty()) argv.insert(argv.end(), {"-l", s.user});
   if (s.port > 0) argv.insert(argv.end(), {"-p", std::to_string(s.port)});
   if (!s.identity_file.empty()) argv.insert(argv.end(), {"-i", s.identity_file});
@@ -78,15 +79,18 @@ SshVerdict classify_ssh_run(const util::ProcessResult& run, const SshSettings& s
   if (run.interrupted) {
     // One message for started and not-started hosts, so they group into one line.
     std::string by = util::cancel_signal_name();
-    return {HostOutcome::interrupted, fmt::format("gpuctl was interrupted{} before the node answered (re-run to probe it)",
-                                                  by.empty() ? "" : " by " + by)};
+    return {HostOutcome::interrupted,
+            fmt::format("gpuctl was interrupted{} before the node answered (re-run to probe it)",
+                        by.empty() ? "" : " by " + by)};
   }
   if (run.start_error != 0) {
-    return {HostOutcome::ssh_missing, fmt::format("cannot run {}: {} (install openssh-client)", s.program, util::describe_outcome(run))};
+    return {HostOutcome::ssh_missing,
+            fmt::format("cannot run {}: {} (install openssh-client)", s.program, util::describe_outcome(run))};
   }
   if (run.timed_out) {
     return {HostOutcome::timed_out,
-            fmt::format("no answer within --ssh-timeout {}: the node or its nvidia-smi hangs (killed)", seconds_text(s.deadline))};
+            fmt::format("no answer within --ssh-timeout {}: the node or its nvidia-smi hangs (killed)",
+                        seconds_text(s.deadline))};
   }
   if (run.exit_code != 255) return {HostOutcome::ok, ""};
   const std::string& e = run.stderr_text;
@@ -154,10 +158,11 @@ Result<AddressRule> parse_address_rule(std::string_view text) {
     rule.key = std::string(text);
     return rule;
   }
-  return fail(Errc::invalid_argument,
-              fmt::format("--ssh-host-from \"{}\": use internal-ip, external-ip, hostname, name, label:KEY, annotation:KEY "
-                          "or a template with {{name}} such as {{name}}.gpu.example.com",
-                          text));
+  return fail(
+      Errc::invalid_argument,
+      fmt::format("--ssh-host-from \"{}\": use internal-ip, external-ip, hostname, name, label:KEY, annotation:KEY "
+                  "or a template with {{name}} such as {{name}}.gpu.example.com",
+                  text));
 }
 
 Result<std::string> node_ssh_address(const nlohmann::json& node, const AddressRule& rule) {
@@ -165,9 +170,15 @@ Result<std::string> node_ssh_address(const nlohmann::json& node, const AddressRu
   std::string address;
   std::string what;
   switch (rule.kind) {
-    case AddressRule::Kind::internal_ip: address = kube::node_address(node, "InternalIP"), what = "no InternalIP address"; break;
-    case AddressRule::Kind::external_ip: address = kube::node_address(node, "ExternalIP"), what = "no ExternalIP address"; break;
-    case AddressRule::Kind::hostname: address = kube::node_address(node, "Hostname"), what = "no Hostname address"; break;
+    case AddressRule::Kind::internal_ip:
+      address = kube::node_address(node, "InternalIP"), what = "no InternalIP address";
+      break;
+    case AddressRule::Kind::external_ip:
+      address = kube::node_address(node, "ExternalIP"), what = "no ExternalIP address";
+      break;
+    case AddressRule::Kind::hostname:
+      address = kube::node_address(node, "Hostname"), what = "no Hostname address";
+      break;
     case AddressRule::Kind::node_name: address = name; break;
     case AddressRule::Kind::label:
       address = kube::label_of(node, rule.key).value_or(""), what = "no label " + rule.key;
@@ -187,11 +198,12 @@ Result<std::string> node_ssh_address(const nlohmann::json& node, const AddressRu
     return fail(Errc::config, fmt::format("node {} has {} to reach it at: choose another --ssh-host-from", name, what));
   }
   bool plain = address.front() != '-' && std::all_of(address.begin(), address.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-           c == ':' || c == '_' || c == '%' || c == '[' || c == ']';
-  });
+                 return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                        c == '-' || c == ':' || c == '_' || c == '%' || c == '[' || c == ']';
+               });
   if (!plain) {
-    return fail(Errc::config, fmt::format("node {}: \"{}\" is not a host name or IP address; refusing to ssh to it", name, address));
+    return fail(Errc::config,
+                fmt::format("node {}: \"{}\" is not a host name or IP address; refusing to ssh to it", name, address));
   }
   return address;
 }

@@ -88,7 +88,8 @@ bool sleep_unless_cancelled(std::chrono::milliseconds duration) {
     if (left <= 0) return true;
     pollfd p{fd, POLLIN, 0};
     // Without a pipe (pipe2 failed) poll() just sleeps in slices, checking the flag.
-    int ready = ::poll(fd >= 0 ? &p : nullptr, fd >= 0 ? 1 : 0, static_cast<int>(std::min<long long>(left, fd >= 0 ? left : 100)));
+    int ready = ::poll(fd >= 0 ? &p : nullptr, fd >= 0 ? 1 : 0,
+                       static_cast<int>(std::min<long long>(left, fd >= 0 ? left : 100)));
     if (ready < 0 && errno != EINTR) return !cancelled();
   }
   return false;
@@ -147,7 +148,8 @@ void unregister_child(pid_t target) noexcept {
 }
 
 int registered_children() noexcept {
-  return static_cast<int>(std::count_if(std::begin(g_children), std::end(g_children), [](const auto& s) { return s.load() != 0; }));
+  return static_cast<int>(
+      std::count_if(std::begin(g_children), std::end(g_children), [](const auto& s) { return s.load() != 0; }));
 }
 
 void reset_cancel_for_tests() {

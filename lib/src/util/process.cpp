@@ -96,7 +96,8 @@ struct SpawnSetup {
 };
 
 Result<void> check_spawn_call(int rc, const char* what) {
-  if (rc != 0) return fail(Errc::process, fmt::format("cannot prepare the child process ({}): {}", what, std::strerror(rc)));
+  if (rc != 0)
+    return fail(Errc::process, fmt::format("cannot prepare the child process ({}): {}", what, std::strerror(rc)));
   return {};
 }
 
@@ -108,8 +109,8 @@ Result<void> prepare(SpawnSetup& s, const ProcessOptions& options, int stdout_fd
     GPUCTL_TRY(check_spawn_call(posix_spawn_file_actions_adddup2(&s.actions, stderr_fd, STDERR_FILENO), "stderr"));
   }
   if (!options.pass_stdin) {
-    GPUCTL_TRY(check_spawn_call(
-        posix_spawn_file_actions_addopen(&s.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0), "stdin"));
+    GPUCTL_TRY(check_spawn_call(posix_spawn_file_actions_addopen(&s.actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0),
+                                "stdin"));
   }
 
   GPUCTL_TRY(check_spawn_call(posix_spawnattr_init(&s.attr), "attributes"));
@@ -212,7 +213,8 @@ Result<Ended> pump_output(Fd& out, Fd& err, ProcessResult& result, Watch& watch)
       ssize_t n = ::read(fds[i].fd, buffer, sizeof buffer);
       if (n > 0) {
         sinks[i]->append(buffer, static_cast<std::size_t>(n));
-        if (watch.max_output_bytes > 0 && result.stdout_text.size() + result.stderr_text.size() > watch.max_output_bytes) {
+        if (watch.max_output_bytes > 0 &&
+            result.stdout_text.size() + result.stderr_text.size() > watch.max_output_bytes) {
           return Ended::too_large;
         }
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
@@ -357,7 +359,8 @@ std::string describe_outcome(const ProcessResult& result) {
   if (result.output_too_large) return "wrote more output than gpuctl reads and was killed";
   if (result.interrupted) {
     std::string by = cancel_signal_name();
-    return by.empty() ? "was stopped: gpuctl was interrupted" : fmt::format("was stopped: gpuctl was interrupted by {}", by);
+    return by.empty() ? "was stopped: gpuctl was interrupted"
+                      : fmt::format("was stopped: gpuctl was interrupted by {}", by);
   }
   if (result.term_signal != 0) {
     return fmt::format("was killed by signal {} ({})", result.term_signal, ::strsignal(result.term_signal));

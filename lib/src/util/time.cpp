@@ -23,8 +23,9 @@ std::optional<TimePoint> parse_rfc3339(std::string_view text) {
   int year, month, day, hour, minute, second;
   if (text.size() < 20) return std::nullopt;
   if (!read_int(text, 0, 4, year) || text[4] != '-' || !read_int(text, 5, 2, month) || text[7] != '-' ||
-      !read_int(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') || !read_int(text, 11, 2, hour) ||
-      text[13] != ':' || !read_int(text, 14, 2, minute) || text[16] != ':' || !read_int(text, 17, 2, second)) {
+      !read_int(text, 8, 2, day) || (text[10] != 'T' && text[10] != 't' && text[10] != ' ') ||
+      !read_int(text, 11, 2, hour) || text[13] != ':' || !read_int(text, 14, 2, minute) || text[16] != ':' ||
+      !read_int(text, 17, 2, second)) {
     return std::nullopt;
   }
   std::size_t pos = 19;
@@ -38,7 +39,8 @@ std::optional<TimePoint> parse_rfc3339(std::string_view text) {
     ++pos;
   } else if (text[pos] == '+' || text[pos] == '-') {
     int oh, om;
-    if (!read_int(text, pos + 1, 2, oh) || pos + 3 >= text.size() || text[pos + 3] != ':' || !read_int(text, pos + 4, 2, om)) {
+    if (!read_int(text, pos + 1, 2, oh) || pos + 3 >= text.size() || text[pos + 3] != ':' ||
+        !read_int(text, pos + 4, 2, om)) {
       return std::nullopt;
     }
     offset_seconds = (oh * 3600 + om * 60) * (text[pos] == '+' ? 1 : -1);
@@ -66,8 +68,9 @@ std::string format_rfc3339(TimePoint t) {
   auto days = floor<std::chrono::days>(secs);
   year_month_day ymd{days};
   hh_mm_ss hms{secs - days};
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()), static_cast<unsigned>(ymd.month()),
-                     static_cast<unsigned>(ymd.day()), hms.hours().count(), hms.minutes().count(), hms.seconds().count());
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z", static_cast<int>(ymd.year()),
+                     static_cast<unsigned>(ymd.month()), static_cast<unsigned>(ymd.day()), hms.hours().count(),
+                     hms.minutes().count(), hms.seconds().count());
 }
 
 std::string human_duration(std::chrono::seconds d) {
@@ -92,8 +95,9 @@ std::string human_duration(std::chrono::seconds d) {
 
 Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return fail(Errc::invalid_argument,
-                fmt::format("invalid duration \"{}\": {} (use a number with a unit, e.g. 30s, 5m, 1h30m, 7d)", text, why));
+    return fail(
+        Errc::invalid_argument,
+        fmt::format("invalid duration \"{}\": {} (use a number with a unit, e.g. 30s, 5m, 1h30m, 7d)", text, why));
   };
   if (text.empty()) return bad("empty");
   if (text == "0") return std::chrono::milliseconds(0);
@@ -124,18 +128,29 @@ Result<std::chrono::milliseconds> parse_duration(std::string_view text) {
       return bad("expected a number");
     }
     std::size_t unit_start = pos;
-    while (pos < text.size() && (std::isalpha(static_cast<unsigned char>(text[pos])) || static_cast<unsigned char>(text[pos]) >= 0x80)) ++pos;
+    while (pos < text.size() &&
+           (std::isalpha(static_cast<unsigned char>(text[pos])) || static_cast<unsigned char>(text[pos]) >= 0x80))
+      ++pos;
     std::string_view unit = text.substr(unit_start, pos - unit_start);
     long double factor;
-    if (unit == "ns") factor = 1e-6L;
-    else if (unit == "us" || unit == "\u00b5s") factor = 1e-3L;
-    else if (unit == "ms") factor = 1;
-    else if (unit == "s") factor = 1000;
-    else if (unit == "m") factor = 60'000;
-    else if (unit == "h") factor = 3'600'000;
-    else if (unit == "d") factor = 86'400'000;
-    else if (unit.empty()) return bad("missing unit");
-    else return bad(fmt::format("unknown unit \"{}\"", unit));
+    if (unit == "ns")
+      factor = 1e-6L;
+    else if (unit == "us" || unit == "\u00b5s")
+      factor = 1e-3L;
+    else if (unit == "ms")
+      factor = 1;
+    else if (unit == "s")
+      factor = 1000;
+    else if (unit == "m")
+      factor = 60'000;
+    else if (unit == "h")
+      factor = 3'600'000;
+    else if (unit == "d")
+      factor = 86'400'000;
+    else if (unit.empty())
+      return bad("missing unit");
+    else
+      return bad(fmt::format("unknown unit \"{}\"", unit));
     total_ms += value * factor;
     if (total_ms > 1e15L) return bad("too large");
   }

@@ -23,11 +23,11 @@ struct MemoryUsage {
 };
 
 struct MigDevice {
-  Reported<int> index;                // MIG device index within its parent GPU
-  Reported<int> gpu_instance_id;      // GI id
-  Reported<int> compute_instance_id;  // CI id
-  Reported<std::string> profile_name; // "1g.10gb", "3g.40gb": from `nvidia-smi -L` (the XML does not carry it)
-  Reported<std::string> uuid;         // "MIG-..." from `nvidia-smi -L`
+  Reported<int> index;                 // MIG device index within its parent GPU
+  Reported<int> gpu_instance_id;       // GI id
+  Reported<int> compute_instance_id;   // CI id
+  Reported<std::string> profile_name;  // "1g.10gb", "3g.40gb": from `nvidia-smi -L` (the XML does not carry it)
+  Reported<std::string> uuid;          // "MIG-..." from `nvidia-smi -L`
   Reported<int> multiprocessor_count;
   MemoryUsage memory;
   std::optional<MemoryUsage> bar1;
@@ -62,9 +62,9 @@ struct Temperature {
   Reported<int> max_operating_c;       // "GPU Max Operating Temp"
   Reported<int> target_c;
   // Ada and newer (R535+) report thresholds relative to T.Limit instead of absolute values:
-  Reported<int> tlimit_margin_c;          // degrees below T.Limit right now ("GPU T.Limit Temp")
-  Reported<int> slowdown_tlimit_offset_c; // e.g. -2: slowdown starts 2 C below T.Limit
-  Reported<int> shutdown_tlimit_offset_c; // e.g. -7
+  Reported<int> tlimit_margin_c;           // degrees below T.Limit right now ("GPU T.Limit Temp")
+  Reported<int> slowdown_tlimit_offset_c;  // e.g. -2: slowdown starts 2 C below T.Limit
+  Reported<int> shutdown_tlimit_offset_c;  // e.g. -7
 };
 
 // Board power. Old schemas have <power_readings>; R535+ (v12) renamed it <gpu_power_readings>
@@ -139,7 +139,7 @@ struct GpuInfo {
   Reported<std::string> serial;
   Reported<std::string> vbios_version;
   Reported<std::string> compute_capability;  // "8.0": CSV (compute_cap) only
-  Reported<std::string> driver_version;  // from the enclosing log; the same for every GPU of a node
+  Reported<std::string> driver_version;      // from the enclosing log; the same for every GPU of a node
   Reported<std::string> cuda_version;
   Reported<int> minor_number;  // /dev/nvidiaN
   Reported<bool> persistence_mode_enabled;

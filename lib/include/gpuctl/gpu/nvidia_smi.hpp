@@ -93,8 +93,7 @@ Result<CsvTable> parse_nvidia_smi_csv(std::string_view text, const std::vector<s
 // memory.*, temperature.*, power.*, clocks.*, ecc.*, retired_pages.*, remapped_rows.*,
 // clocks_throttle_reasons.* / clocks_event_reasons.*, fan.speed, pstate, mig.mode.*, ...) are
 // mapped; unknown ones are ignored. GPUs without an index column are numbered by row.
-Result<std::vector<GpuInfo>> parse_query_gpu_csv(std::string_view text,
-                                                 const std::vector<std::string>& fields = {});
+Result<std::vector<GpuInfo>> parse_query_gpu_csv(std::string_view text, const std::vector<std::string>& fields = {});
 std::vector<GpuInfo> gpus_from_query_gpu_csv(const CsvTable& table);
 
 // `--query-compute-apps=...` rows.
@@ -118,16 +117,16 @@ struct RetiredPageRecord {
   Reported<std::string> timestamp;  // when the page was retired
   Reported<std::string> cause;      // "Single Bit ECC", "Double Bit ECC"
 };
-Result<std::vector<RetiredPageRecord>> parse_query_retired_pages_csv(
-    std::string_view text, const std::vector<std::string>& fields = {});
+Result<std::vector<RetiredPageRecord>> parse_query_retired_pages_csv(std::string_view text,
+                                                                     const std::vector<std::string>& fields = {});
 
 // --- `nvidia-smi -L` ---
 
 struct ListedMigDevice {
-  int device_index = -1;              // "Device  0"
-  Reported<std::string> profile_name; // "1g.10gb", "1c.3g.71gb"
-  Reported<std::string> uuid;         // "MIG-3f6f389f-..." or, before R470, "MIG-GPU-<uuid>/<gi>/<ci>"
-  Reported<int> gpu_instance_id;      // only from the pre-R470 UUID form
+  int device_index = -1;               // "Device  0"
+  Reported<std::string> profile_name;  // "1g.10gb", "1c.3g.71gb"
+  Reported<std::string> uuid;          // "MIG-3f6f389f-..." or, before R470, "MIG-GPU-<uuid>/<gi>/<ci>"
+  Reported<int> gpu_instance_id;       // only from the pre-R470 UUID form
   Reported<int> compute_instance_id;
 };
 struct ListedGpu {

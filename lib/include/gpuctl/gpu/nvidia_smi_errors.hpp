@@ -71,13 +71,13 @@ std::string_view to_string(KernelGpuEventKind kind);
 
 struct KernelGpuEvent {
   KernelGpuEventKind kind = KernelGpuEventKind::xid;
-  std::optional<int> xid;                  // kind == xid
-  std::optional<std::string> pci_bus_id;   // canonical (see canonical_pci_bus_id)
-  std::optional<long> pid;                 // Xid lines since R460 carry the process
+  std::optional<int> xid;                 // kind == xid
+  std::optional<std::string> pci_bus_id;  // canonical (see canonical_pci_bus_id)
+  std::optional<long> pid;                // Xid lines since R460 carry the process
   std::optional<std::string> process_name;
-  std::string message;                     // text after the Xid number / the NVRM message
-  std::string timestamp;                   // whatever preceded "NVRM:" on the line, trimmed
-  int line_number = 0;                     // 1-based, first line of the event
+  std::string message;    // text after the Xid number / the NVRM message
+  std::string timestamp;  // whatever preceded "NVRM:" on the line, trimmed
+  int line_number = 0;    // 1-based, first line of the event
 };
 
 // Finds NVIDIA GPU events in kernel log text of any common format (dmesg, dmesg -T, dmesg

@@ -46,9 +46,9 @@ std::string probe_remote_command();
 
 // One framed step of the probe output.
 struct ProbeStep {
-  std::string name;         // "all", "list", "gpu-3"
-  std::string stdout_text;  // the "o " lines, prefix removed, joined with '\n'
-  std::string stderr_text;  // the "e " lines
+  std::string name;              // "all", "list", "gpu-3"
+  std::string stdout_text;       // the "o " lines, prefix removed, joined with '\n'
+  std::string stderr_text;       // the "e " lines
   std::optional<int> exit_code;  // absent when the step never ended (cut off)
 };
 
@@ -57,8 +57,8 @@ struct ProbeTranscript {
   bool started = false;   // saw "start"
   bool finished = false;  // saw "done"
   std::vector<ProbeStep> steps;
-  std::string indices_source;        // "list", "dev", "none", or empty when not printed
-  std::vector<int> indices;          // the per-GPU fallback's indices
+  std::string indices_source;            // "list", "dev", "none", or empty when not printed
+  std::vector<int> indices;              // the per-GPU fallback's indices
   std::vector<std::string> stray_lines;  // lines outside the framing (shell noise, motd, garbage)
 };
 ProbeTranscript parse_probe_transcript(std::string_view stdout_text);
@@ -72,9 +72,9 @@ std::string_view to_string(ProbeStatus status);
 
 // A GPU the node has but that could not be queried.
 struct FailedGpu {
-  int index = -1;                   // -1 when only the bus id is known
-  Reported<std::string> pci_bus_id; // from the error message when it names one
-  Reported<std::string> uuid;       // from `nvidia-smi -L`, when it still lists the GPU
+  int index = -1;                    // -1 when only the bus id is known
+  Reported<std::string> pci_bus_id;  // from the error message when it names one
+  Reported<std::string> uuid;        // from `nvidia-smi -L`, when it still lists the GPU
   Reported<std::string> product_name;
   NvsmiDiagnosis failure;
 };
@@ -86,7 +86,7 @@ struct NodeGpuReport {
   std::string message;  // one line for a person
   Reported<std::string> driver_version;
   Reported<std::string> cuda_version;
-  std::vector<GpuInfo> gpus;         // the GPUs that answered, by index
+  std::vector<GpuInfo> gpus;  // the GPUs that answered, by index
   std::vector<FailedGpu> failed_gpus;
   std::vector<NvsmiDiagnosis> step_failures;  // failed steps, for diagnose (e.g. the whole query)
   std::vector<std::string> warnings;

@@ -12,12 +12,12 @@ namespace gpuctl::gpu {
 
 // Why a field has no value.
 enum class Absence : std::uint8_t {
-  missing,         // the field is not in this output at all (older schema, trimmed file, CSV column not queried)
-  not_available,   // "N/A", "[N/A]", empty text
-  not_supported,   // "[Not Supported]", "Not Supported", "[Function Not Found]"
-  deprecated,      // "Requested functionality has been deprecated" (R550+ for display mode, app clocks, ...)
-  error,           // "[Unknown Error]", "[GPU is lost]", "ERR!", "[Insufficient Permissions]": the GPU failed to answer
-  invalid,         // text was present but is not a value of the expected type or unit
+  missing,        // the field is not in this output at all (older schema, trimmed file, CSV column not queried)
+  not_available,  // "N/A", "[N/A]", empty text
+  not_supported,  // "[Not Supported]", "Not Supported", "[Function Not Found]"
+  deprecated,     // "Requested functionality has been deprecated" (R550+ for display mode, app clocks, ...)
+  error,          // "[Unknown Error]", "[GPU is lost]", "ERR!", "[Insufficient Permissions]": the GPU failed to answer
+  invalid,        // text was present but is not a value of the expected type or unit
 };
 
 // "missing", "not_available", ... (stable names, used in messages and JSON where a reason is shown).
@@ -26,7 +26,7 @@ std::string_view to_string(Absence absence);
 template <class T>
 class Reported {
  public:
-  Reported() = default;  // missing
+  Reported() = default;                            // missing
   Reported(T value) : value_(std::move(value)) {}  // NOLINT: implicit on purpose, like std::optional
   static Reported absent(Absence why) {
     Reported r;

@@ -48,9 +48,9 @@ enum class PatchType {
 };
 
 struct WriteOptions {
-  bool dry_run = false;           // dryRun=All: full admission and validation, nothing persisted
-  std::string field_validation;   // "Strict", "Warn" or "Ignore"; empty: the server's default
-  std::string field_manager;      // fieldManager=...
+  bool dry_run = false;          // dryRun=All: full admission and validation, nothing persisted
+  std::string field_validation;  // "Strict", "Warn" or "Ignore"; empty: the server's default
+  std::string field_manager;     // fieldManager=...
 };
 
 struct ListOptions {
@@ -94,7 +94,7 @@ struct RequestLog {
   int status = 0;  // 0 when no answer came
   std::chrono::milliseconds duration{0};
   int attempt = 1;
-  std::string error;  // transport failure, if any
+  std::string error;             // transport failure, if any
   std::string protocol;          // "HTTP/2", "HTTP/1.1"
   bool new_connection = false;   // false: a kept-alive connection was reused
   std::string content_encoding;  // "gzip" when the server compressed the answer
@@ -119,7 +119,7 @@ struct ClientOptions {
   // e.g. "waiting 5s: the API server is throttling requests (429, Retry-After)", and when an
   // exec credential plugin is still running after a few seconds: what gpuctl is waiting for.
   std::function<void(std::string_view)> on_wait;
-  bool stdin_is_terminal = false;                     // exec plugins may prompt only then
+  bool stdin_is_terminal = false;  // exec plugins may prompt only then
 };
 
 class ExecCredentialSource;

@@ -24,8 +24,8 @@ struct ExecConfig {
   // a bare name is looked up in PATH when the plugin runs.
   std::string command;
   std::vector<std::string> args;
-  std::vector<ExecEnvVar> env;     // added to the parent environment
-  std::string interactive_mode;    // Never, IfAvailable or Always (v1beta1 defaults IfAvailable)
+  std::vector<ExecEnvVar> env;   // added to the parent environment
+  std::string interactive_mode;  // Never, IfAvailable or Always (v1beta1 defaults IfAvailable)
   bool provide_cluster_info = false;
   std::string install_hint;
 };

@@ -54,8 +54,8 @@ std::string object_label(std::string_view kind, const nlohmann::json& object, st
 using ShapeCheck = std::string (*)(const nlohmann::json&);
 // The objects of `items` whose shape is right; for each other one, "KIND/NAME skipped: PROBLEM"
 // is appended to `skipped` (one malformed object never stops a listing).
-std::vector<nlohmann::json> keep_well_formed(std::vector<nlohmann::json> items, std::string_view kind,
-                                             ShapeCheck check, std::vector<std::string>& skipped);
+std::vector<nlohmann::json> keep_well_formed(std::vector<nlohmann::json> items, std::string_view kind, ShapeCheck check,
+                                             std::vector<std::string>& skipped);
 
 // metadata.name / metadata.namespace, or "" when absent.
 std::string name_of(const nlohmann::json& object);

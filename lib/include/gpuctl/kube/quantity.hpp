@@ -49,8 +49,7 @@ class Quantity {
   static Quantity from_milli(std::int64_t milli_value, Format format = Format::decimal_si);
   // value * 10^scale (upstream's NewScaledQuantity, with a format). A remainder finer than a
   // nano rounds away from zero, as parse() does; a magnitude of 10^29 or more is an error.
-  static Result<Quantity> from_scaled(std::int64_t value, int scale,
-                                      Format format = Format::decimal_si);
+  static Result<Quantity> from_scaled(std::int64_t value, int scale, Format format = Format::decimal_si);
 
   // The string the API server would send back for this quantity (upstream's String()): the
   // canonical form, except that a quantity parsed from text upstream takes to be canonical
@@ -84,9 +83,7 @@ class Quantity {
   friend Quantity operator-(Quantity a, const Quantity& b) { return a -= b; }
   // Comparisons look at the value only, never at the format or the parsed text.
   friend bool operator==(const Quantity& a, const Quantity& b) { return a.compare(b) == 0; }
-  friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) {
-    return a.compare(b) <=> 0;
-  }
+  friend std::strong_ordering operator<=>(const Quantity& a, const Quantity& b) { return a.compare(b) <=> 0; }
 
  private:
   __extension__ typedef __int128 Nanos;  // __extension__: __int128 is a GNU type (-Wpedantic)

@@ -17,10 +17,10 @@ namespace gpuctl::ssh {
 
 struct SshSettings {
   std::string program = "ssh";
-  std::string config_file;    // -F
-  std::string user;           // -l
-  int port = 0;               // -p; 0: ssh's own choice
-  std::string identity_file;  // -i
+  std::string config_file;           // -F
+  std::string user;                  // -l
+  int port = 0;                      // -p; 0: ssh's own choice
+  std::string identity_file;         // -i
   std::vector<std::string> options;  // each -o KEY=VALUE, after gpuctl's own
   std::chrono::milliseconds connect_timeout{10'000};
   // Hard deadline for the whole session; then the ssh process group is killed.

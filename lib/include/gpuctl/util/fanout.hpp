@@ -23,8 +23,8 @@ struct FanoutOptions {
 };
 
 struct FanoutResult {
-  ProcessResult process;  // timed_out when its deadline (ProcessOptions::timeout) killed it
-  bool truncated = false; // the output cap was hit
+  ProcessResult process;   // timed_out when its deadline (ProcessOptions::timeout) killed it
+  bool truncated = false;  // the output cap was hit
   std::chrono::milliseconds duration{0};
 };
 

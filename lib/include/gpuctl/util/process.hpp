@@ -46,9 +46,9 @@ struct ProcessResult {
   // errno when the program could not be started at all (ENOENT: not found in PATH or no such
   // file; EACCES: not executable); nothing ran and the other fields are unset.
   int start_error = 0;
-  int exit_code = -1;     // the exit status when the child exited normally, else -1
-  int term_signal = 0;    // the signal that ended the child, else 0
-  bool timed_out = false; // the timeout fired and the child was killed
+  int exit_code = -1;             // the exit status when the child exited normally, else -1
+  int term_signal = 0;            // the signal that ended the child, else 0
+  bool timed_out = false;         // the timeout fired and the child was killed
   bool output_too_large = false;  // it wrote more than max_output_bytes and was killed
   // gpuctl was interrupted (util/cancel.hpp): the child was stopped (SIGTERM, then SIGKILL after
   // a grace period), or was never started when the interruption came first (then pid was never set).
@@ -57,7 +57,9 @@ struct ProcessResult {
   std::string stderr_text;  // only with capture_stderr
 
   bool started() const { return start_error == 0; }
-  bool success() const { return start_error == 0 && !timed_out && !output_too_large && !interrupted && term_signal == 0 && exit_code == 0; }
+  bool success() const {
+    return start_error == 0 && !timed_out && !output_too_large && !interrupted && term_signal == 0 && exit_code == 0;
+  }
 };
 
 // Runs the program and waits for it. An Error (Errc::process) means the runner itself failed
@@ -72,7 +74,7 @@ struct SpawnedChild {
   int start_error = 0;  // errno as in ProcessResult::start_error; then pid is -1
   int pid = -1;
   bool own_group = true;  // leads its own process group (kills and the cancel registry use -pid)
-  int stdout_fd = -1;  // read ends, owned by the caller (close them); stderr_fd is -1 unless captured
+  int stdout_fd = -1;     // read ends, owned by the caller (close them); stderr_fd is -1 unless captured
   int stderr_fd = -1;
 };
 // Starts the program as run_process would (same environment, stdin, process group and signal

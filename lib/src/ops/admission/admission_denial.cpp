@@ -15,7 +15,8 @@ constexpr std::string_view kFailedQuota = "failed quota: ";
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // The text from `from` up to (not including) `marker`, or nullopt when the marker is absent.
-std::optional<std::string_view> until(std::string_view text, std::size_t from, std::string_view marker, std::size_t& next) {
+std::optional<std::string_view> until(std::string_view text, std::size_t from, std::string_view marker,
+                                      std::size_t& next) {
   auto at = text.find(marker, from);
   if (at == std::string_view::npos) return std::nullopt;
   next = at + marker.size();
@@ -29,7 +30,8 @@ std::string_view trailing_token(std::string_view text, std::size_t from) {
   // Status body, a log line).
   while (end < text.size() && !is_space(text[end]) && text[end] != '"' && text[end] != '\\') ++end;
   auto token = text.substr(from, end - from);
-  while (!token.empty() && (token.back() == '"' || token.back() == '\'' || token.back() == '.' || token.back() == ')')) {
+  while (!token.empty() &&
+         (token.back() == '"' || token.back() == '\'' || token.back() == '.' || token.back() == ')')) {
     token.remove_suffix(1);
   }
   return token;
@@ -43,7 +45,8 @@ std::map<std::string, std::string> parse_pairs(std::string_view text) {
     auto comma = text.find(',', start);
     auto part = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     auto eq = part.find('=');
-    if (eq != std::string_view::npos && eq > 0) out.emplace(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
+    if (eq != std::string_view::npos && eq > 0)
+      out.emplace(std::string(part.substr(0, eq)), std::string(part.substr(eq + 1)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }
@@ -113,7 +116,8 @@ std::optional<AdmissionDenial> parse_limit_range(std::string_view m) {
     auto at = m.find(lead);
     while (at != std::string_view::npos) {
       auto per = m.find(" usage per ", at);
-      if (per != std::string_view::npos && m.substr(at + lead.size(), per - at - lead.size()).find(' ') == std::string_view::npos) {
+      if (per != std::string_view::npos &&
+          m.substr(at + lead.size(), per - at - lead.size()).find(' ') == std::string_view::npos) {
         auto end = m.find_first_of("\n", at);
         auto sentence = m.substr(at, end == std::string_view::npos ? std::string_view::npos : end - at);
         while (!sentence.empty() && (is_space(sentence.back()) || sentence.back() == '"')) sentence.remove_suffix(1);
@@ -154,12 +158,12 @@ std::string describe(const AdmissionDenial& d) {
       return fmt::format("quota \"{}\" is full: {}", d.quota, fmt::join(sentences, "; "));
     }
     case AdmissionDenialKind::quota_status_unknown:
-      return fmt::format("quota \"{}\" has not been counted yet for {} (kube-controller-manager updates it; retry shortly)",
-                         d.quota, fmt::join(d.resources, ", "));
+      return fmt::format(
+          "quota \"{}\" has not been counted yet for {} (kube-controller-manager updates it; retry shortly)", d.quota,
+          fmt::join(d.resources, ", "));
     case AdmissionDenialKind::quota_must_specify:
       return fmt::format("quota \"{}\" requires every container to set {}", d.quota, fmt::join(d.resources, ", "));
-    case AdmissionDenialKind::limit_range:
-      return "a LimitRange refuses it: " + d.detail;
+    case AdmissionDenialKind::limit_range: return "a LimitRange refuses it: " + d.detail;
   }
   return {};
 }

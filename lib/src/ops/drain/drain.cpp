@@ -81,7 +81,7 @@ std::string grouped(const std::vector<std::pair<std::string, std::string>>& mess
 }
 
 Result<std::vector<std::pair<std::string, std::string>>> missing_daemonsets(kube::Client& client,
-                                                                             const std::vector<json>& pods) {
+                                                                            const std::vector<json>& pods) {
   std::vector<std::pair<std::string, std::string>> missing;
   std::set<std::pair<std::string, std::string>> seen;
   for (const auto& pod : pods) {
@@ -152,7 +152,8 @@ Result<DrainPlan> plan_drain(kube::Client& client, const std::vector<json>& node
     GPUCTL_TRY_ASSIGN(std::vector<json> pods, drain_detail::pods_on(client, kube::name_of(n), pod_selector));
     GPUCTL_TRY_ASSIGN(auto missing, drain_detail::missing_daemonsets(client, pods));
     in.missing_daemonsets.insert(in.missing_daemonsets.end(), missing.begin(), missing.end());
-    any_gpu = any_gpu || std::any_of(pods.begin(), pods.end(), [](const json& p) { return requests_gpus(p); }) || is_gpu_node(n);
+    any_gpu = any_gpu || std::any_of(pods.begin(), pods.end(), [](const json& p) { return requests_gpus(p); }) ||
+              is_gpu_node(n);
     in.pods.push_back(std::move(pods));
   }
   if (any_gpu) {

@@ -24,9 +24,8 @@ Result<json> NodeDrainer::send_removal(const Target& t, bool use_delete) {
     if (!t.uid.empty()) options["preconditions"] = {{"uid", t.uid}};
     return client_.remove(kube::paths::pod(t.ns, t.name), options);
   }
-  json body = {{"apiVersion", "policy/v1"},
-               {"kind", "Eviction"},
-               {"metadata", {{"name", t.name}, {"namespace", t.ns}}}};
+  json body = {
+      {"apiVersion", "policy/v1"}, {"kind", "Eviction"}, {"metadata", {{"name", t.name}, {"namespace", t.ns}}}};
   if (o_.grace_period_seconds >= 0) body["deleteOptions"] = {{"gracePeriodSeconds", o_.grace_period_seconds}};
   return client_.create(kube::paths::pod_eviction(t.ns, t.name), body);
 }
@@ -76,11 +75,13 @@ bool NodeDrainer::evict_round(bool use_delete) {
       refused = true;
       std::string why = budget_text(t, e);
       last_block_[t.key()] = why;
-      progress(fmt::format("{}: eviction refused, will retry after {}: {}", t.key(), seconds_text(o_.retry_delay), why));
+      progress(
+          fmt::format("{}: eviction refused, will retry after {}: {}", t.key(), seconds_text(o_.retry_delay), why));
       still.push_back(t);
     } else if (e.http_status == 500 && e.message.find("more than one PodDisruptionBudget") != std::string::npos) {
-      failed_.emplace_back(t.key(), "more than one PodDisruptionBudget matches, which the eviction API refuses "
-                                    "(make one PDB select the pod, or use --disable-eviction)");
+      failed_.emplace_back(t.key(),
+                           "more than one PodDisruptionBudget matches, which the eviction API refuses "
+                           "(make one PDB select the pod, or use --disable-eviction)");
       progress(t.key() + ": more than one PodDisruptionBudget matches; the eviction API refuses it");
     } else if (e.is_conflict() && use_delete) {
       progress(t.key() + " was replaced");  // uid precondition: the pod we meant is gone

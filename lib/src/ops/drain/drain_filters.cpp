@@ -7,9 +7,9 @@
 
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/quantity.hpp"
+#include "gpuctl/ops/common/schema.hpp"
 #include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/util/time.hpp"
-#include "gpuctl/ops/common/schema.hpp"
 
 namespace gpuctl::ops {
 
@@ -112,7 +112,7 @@ std::optional<PodVerdict> filter_non_gpu(const json& pod, const DrainPolicy& pol
 }
 
 const std::vector<PodFilter>& drain_filters() {
-  static const std::vector<PodFilter> filters = {&filter_long_deleted, &filter_daemonset, &filter_mirror,
+  static const std::vector<PodFilter> filters = {&filter_long_deleted,  &filter_daemonset, &filter_mirror,
                                                  &filter_local_storage, &filter_unmanaged, &filter_non_gpu};
   return filters;
 }
@@ -223,8 +223,8 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
       json c = controller_of(pod);
       if (kube::string_field(c, "kind") == "DaemonSet") {
         auto key = std::make_pair(pp.ns, kube::string_field(c, "name"));
-        facts.daemonset_exists = std::find(in.missing_daemonsets.begin(), in.missing_daemonsets.end(), key) ==
-                                 in.missing_daemonsets.end();
+        facts.daemonset_exists =
+            std::find(in.missing_daemonsets.begin(), in.missing_daemonsets.end(), key) == in.missing_daemonsets.end();
       }
       auto verdict = classify_pod(pod, policy, facts);
       pp.action = verdict.action;
@@ -279,13 +279,15 @@ json to_json(const DrainPlan& plan) {
                         {"currentHealthy", b.current_healthy},
                         {"expectedPods", b.expected_pods}});
       }
-      json pod = {{"namespace", p.ns},         {"name", p.name},  {"action", std::string(to_string(p.action))},
-                  {"reason", p.reason},        {"message", p.message}, {"pdbs", pdbs},
-                  {"gpuPod", p.gpu_pod},       {"gpus", p.gpus}};
+      json pod = {{"namespace", p.ns},   {"name", p.name},       {"action", std::string(to_string(p.action))},
+                  {"reason", p.reason},  {"message", p.message}, {"pdbs", pdbs},
+                  {"gpuPod", p.gpu_pod}, {"gpus", p.gpus}};
       if (p.gpu_pod && !p.product.empty()) {
-        pod["moveTo"] = {{"product", p.product}, {"freeGpusElsewhere", p.free_gpus_elsewhere}, {"fits", p.fits_elsewhere}};
+        pod["moveTo"] = {
+            {"product", p.product}, {"freeGpusElsewhere", p.free_gpus_elsewhere}, {"fits", p.fits_elsewhere}};
       } else if (p.gpu_pod) {
-        pod["moveTo"] = {{"product", nullptr}, {"freeGpusElsewhere", p.free_gpus_elsewhere}, {"fits", p.fits_elsewhere}};
+        pod["moveTo"] = {
+            {"product", nullptr}, {"freeGpusElsewhere", p.free_gpus_elsewhere}, {"fits", p.fits_elsewhere}};
       } else {
         pod["moveTo"] = nullptr;
       }

@@ -41,7 +41,7 @@ std::string grouped(const std::vector<std::pair<std::string, std::string>>& mess
 
 // Which DaemonSets (namespace, name) of these pods no longer exist (one GET per DaemonSet).
 Result<std::vector<std::pair<std::string, std::string>>> missing_daemonsets(kube::Client& client,
-                                                                             const std::vector<nlohmann::json>& pods);
+                                                                            const std::vector<nlohmann::json>& pods);
 
 // The pods bound to `node` that match `selector`; the list's resourceVersion when asked, for a
 // watch that starts where the list ended.
@@ -96,7 +96,7 @@ class NodeDrainer {
   std::vector<Target> pending_;
   std::map<std::string, Target> waiting_;
   std::vector<std::pair<std::string, std::string>> failed_;  // key, message
-  std::map<std::string, std::string> last_block_;             // key -> last PDB refusal
+  std::map<std::string, std::string> last_block_;            // key -> last PDB refusal
   std::size_t in_flight_ = 0;
 };
 

@@ -67,9 +67,10 @@ bool NodeDrainer::cordon() {
     return stop(DrainOutcome::failed, "cordon failed: " + (change.error ? change.error->message : change.summary));
   }
   result_.cordon = change.outcome == ChangeOutcome::changed ? "cordoned" : "already cordoned";
-  progress(change.outcome == ChangeOutcome::changed
-               ? (request.reason.empty() ? std::string("cordoned") : fmt::format("cordoned: reason \"{}\"", request.reason))
-               : (change.summary.empty() ? std::string("already cordoned") : change.summary));
+  progress(
+      change.outcome == ChangeOutcome::changed
+          ? (request.reason.empty() ? std::string("cordoned") : fmt::format("cordoned: reason \"{}\"", request.reason))
+          : (change.summary.empty() ? std::string("already cordoned") : change.summary));
   return true;
 }
 
@@ -193,8 +194,9 @@ void NodeDrainer::finish(DrainOutcome outcome, std::string message) {
 // stays cordoned (one atomic patch made it so), so a re-run continues from here.
 void NodeDrainer::finish_interrupted() {
   std::size_t left = pending_.size() + waiting_.size() + failed_.size();
-  finish(DrainOutcome::interrupted, fmt::format("{} with {} pod(s) still on the node; it stays cordoned (re-run to continue)",
-                                                interrupted_by(), left));
+  finish(DrainOutcome::interrupted,
+         fmt::format("{} with {} pod(s) still on the node; it stays cordoned (re-run to continue)", interrupted_by(),
+                     left));
 }
 
 bool NodeDrainer::stop(DrainOutcome outcome, std::string message) {

@@ -80,7 +80,8 @@ void maintain(kube::Client& client, const std::string& node, const RollingOption
     if (stop_requested(o.drain)) return interrupted(r.uncordon, "before the uncordon");
     CordonRequest request;
     request.cordon = false;
-    auto change = apply_node_edit(client, std::string_view(node), [&](const json& n) { return plan_cordon(n, request); }, {});
+    auto change =
+        apply_node_edit(client, std::string_view(node), [&](const json& n) { return plan_cordon(n, request); }, {});
     if (change.outcome == ChangeOutcome::failed) {
       r.uncordon = "failed: " + (change.error ? change.error->message : change.summary);
       return fail_with("uncordon " + r.uncordon);

@@ -1,8 +1,8 @@
 // gpuctl's -o json|yaml schemas for drain and rolling-maintenance results.
 #include <nlohmann/json.hpp>
 
-#include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/ops/drain/drain.hpp"
 
 namespace gpuctl::ops {
 
@@ -10,10 +10,14 @@ using json = nlohmann::json;
 namespace {
 
 json node_result(const NodeDrainResult& r) {
-  return {{"node", r.node},       {"result", std::string(to_string(r.outcome))},
-          {"cordon", r.cordon},   {"evicted", r.evicted},
-          {"skipped", r.skipped}, {"remaining", r.remaining},
-          {"seconds", static_cast<double>(r.elapsed.count()) / 1000.0}, {"message", r.message}};
+  return {{"node", r.node},
+          {"result", std::string(to_string(r.outcome))},
+          {"cordon", r.cordon},
+          {"evicted", r.evicted},
+          {"skipped", r.skipped},
+          {"remaining", r.remaining},
+          {"seconds", static_cast<double>(r.elapsed.count()) / 1000.0},
+          {"message", r.message}};
 }
 
 std::string missing_message(const NodeChange& m) { return m.error ? m.error->message : "not found"; }
@@ -29,7 +33,8 @@ std::string_view rolling_result(const RollingResult& r) {
 json to_json(const std::vector<NodeDrainResult>& results, const std::vector<NodeChange>& missing) {
   json items = json::array();
   for (const auto& r : results) items.push_back(node_result(r));
-  for (const auto& m : missing) items.push_back({{"node", m.node}, {"result", "failed"}, {"message", missing_message(m)}});
+  for (const auto& m : missing)
+    items.push_back({{"node", m.node}, {"result", "failed"}, {"message", missing_message(m)}});
   return schema_document("DrainResultList", {{"items", std::move(items)}});
 }
 

@@ -60,9 +60,11 @@ Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vecto
   };
   GPUCTL_TRY_ASSIGN(auto runs, runner.run(addresses, gpu::probe_remote_command(), run_options));
   if (runs.size() != addresses.size()) {
-    return fail(Errc::internal, fmt::format("the ssh runner returned {} results for {} hosts", runs.size(), addresses.size()));
+    return fail(Errc::internal,
+                fmt::format("the ssh runner returned {} results for {} hosts", runs.size(), addresses.size()));
   }
-  for (std::size_t j = 0; j < runs.size(); j++) probes[host_target[j]] = read_probe_run(targets[host_target[j]], runs[j]);
+  for (std::size_t j = 0; j < runs.size(); j++)
+    probes[host_target[j]] = read_probe_run(targets[host_target[j]], runs[j]);
   return probes;
 }
 
@@ -124,9 +126,9 @@ Result<std::vector<json>> choose_nodes(const std::vector<json>& nodes, const Gpu
   if (!missing.empty()) {
     Error e;
     e.code = Errc::api;
-    e.message = fmt::format("no such node{}: {} (list them with: gpuctl nodes --all{})", missing.size() > 1 ? "s" : "",
-                            fmt::join(missing, ", "),
-                            options.label_selector.empty() ? "" : " -l " + options.label_selector);
+    e.message =
+        fmt::format("no such node{}: {} (list them with: gpuctl nodes --all{})", missing.size() > 1 ? "s" : "",
+                    fmt::join(missing, ", "), options.label_selector.empty() ? "" : " -l " + options.label_selector);
     return fail(e);
   }
   return chosen;
@@ -139,7 +141,8 @@ std::map<std::string, std::vector<GpuPod>> gpu_pods_by_node(const std::vector<js
     if (kube::pod_is_terminal(pod)) continue;
     GpuPod gp{kube::namespace_of(pod), kube::name_of(pod), {}};
     for (const auto& [resource, quantity] : kube::pod_requests(pod)) {
-      if (resource.starts_with(kNvidiaResourcePrefix) && quantity.value() > 0) gp.resources[resource] = quantity.value();
+      if (resource.starts_with(kNvidiaResourcePrefix) && quantity.value() > 0)
+        gp.resources[resource] = quantity.value();
     }
     if (!gp.resources.empty()) pods_by_node[kube::string_field(kube::field(pod, "spec"), "nodeName")].push_back(gp);
   }
@@ -191,7 +194,8 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     v.kube = std::move(info);
     view.nodes.push_back(std::move(v));
   }
-  std::sort(view.nodes.begin(), view.nodes.end(), [](const NodeGpuView& a, const NodeGpuView& b) { return a.kube.name < b.kube.name; });
+  std::sort(view.nodes.begin(), view.nodes.end(),
+            [](const NodeGpuView& a, const NodeGpuView& b) { return a.kube.name < b.kube.name; });
   std::vector<NodeProbe> sorted;
   for (const auto& v : view.nodes) sorted.push_back(v.probe);
   view.failures = group_failures(sorted);
@@ -245,7 +249,8 @@ json to_json(const GpuView& view) {
   json items = json::array();
   for (const auto& v : view.nodes) {
     json pods = json::array();
-    for (const auto& p : v.pods) pods.push_back({{"namespace", p.namespace_name}, {"name", p.name}, {"resources", p.resources}});
+    for (const auto& p : v.pods)
+      pods.push_back({{"namespace", p.namespace_name}, {"name", p.name}, {"resources", p.resources}});
     json gpus = json::array();
     json failed_gpus = json::array();
     json driver = nullptr, cuda = nullptr;

@@ -42,12 +42,14 @@ void JobLogFollower::poll() {
   std::vector<json> started;
   for (auto& p : pods->items) {
     std::string phase = kube::string_field(kube::field(p, "status"), "phase");
-    if ((phase == "Running" || phase == "Succeeded" || phase == "Failed") && !done_.contains(kube::string_field(kube::field(p, "metadata"), "uid"))) {
+    if ((phase == "Running" || phase == "Succeeded" || phase == "Failed") &&
+        !done_.contains(kube::string_field(kube::field(p, "metadata"), "uid"))) {
       started.push_back(std::move(p));
     }
   }
   std::sort(started.begin(), started.end(), [](const json& a, const json& b) {
-    return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") < kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
+    return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") <
+           kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
   });
   for (const auto& pod : started) {
     done_.insert(kube::string_field(kube::field(pod, "metadata"), "uid"));
@@ -64,7 +66,8 @@ void JobLogFollower::poll() {
       }
       return true;
     });
-    if (!streamed && !stopped) notice(fmt::format("logs of pod {} are not available: {}", name, streamed.error().message));
+    if (!streamed && !stopped)
+      notice(fmt::format("logs of pod {} are not available: {}", name, streamed.error().message));
   }
 }
 

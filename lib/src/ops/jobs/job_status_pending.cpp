@@ -122,8 +122,8 @@ std::string starting_reason(const std::vector<const json*>& pending) {
       std::string why = kube::string_field(w, "reason");
       std::string message = kube::string_field(w, "message");
       if (why.empty() || why == "ContainerCreating" || why == "PodInitializing") continue;
-      return fmt::format("container {} of pod {} is waiting: {}{}", kube::string_field(cs, "name"),
-                         kube::name_of(*pod), why, message.empty() ? "" : " (" + message + ")");
+      return fmt::format("container {} of pod {} is waiting: {}{}", kube::string_field(cs, "name"), kube::name_of(*pod),
+                         why, message.empty() ? "" : " (" + message + ")");
     }
     if (!node.empty()) return fmt::format("pod {} is starting on node {}", kube::name_of(*pod), node);
   }
@@ -145,8 +145,8 @@ std::string pod_pending_reason(const std::vector<const json*>& pending, const st
 util::TimePoint newest_creation(const std::vector<json>& pods) {
   util::TimePoint newest{};
   for (const auto& pod : pods) {
-    newest = std::max(newest, util::parse_rfc3339(str(pod, "/metadata/creationTimestamp"_json_pointer))
-                                  .value_or(util::TimePoint{}));
+    newest = std::max(
+        newest, util::parse_rfc3339(str(pod, "/metadata/creationTimestamp"_json_pointer)).value_or(util::TimePoint{}));
   }
   return newest;
 }

@@ -102,7 +102,6 @@ std::string taint_of(std::string_view reason) {
   return value.empty() ? std::string(key) : fmt::format("{}={}", key, value);
 }
 
-
 // "has ..."/"have ..." for the known reasons; nullopt for the ones gpuctl does not know.
 std::optional<std::string> verb_phrase(std::string_view reason, bool one) {
   const char* has = one ? "has" : "have";
@@ -191,8 +190,9 @@ std::string explain_scheduling(const SchedulingVerdict& verdict) {
   }
   std::string head;
   if (verdict.available == 0) {
-    head = verdict.total > 0 ? fmt::format("no node can take it now ({} {})", verdict.total, verdict.total == 1 ? "node" : "nodes")
-                             : std::string("no node can take it now");
+    head = verdict.total > 0
+               ? fmt::format("no node can take it now ({} {})", verdict.total, verdict.total == 1 ? "node" : "nodes")
+               : std::string("no node can take it now");
   } else {
     head = fmt::format("only {} of {} nodes could take it", verdict.available, verdict.total);
   }

@@ -27,7 +27,8 @@ std::string str(const json& object, const json::json_pointer& ptr) {
 // controller sets. "" when neither says.
 std::string owner_job_uid(const json& pod) {
   for (const auto& ref : kube::array_field(kube::field(pod, "metadata"), "ownerReferences")) {
-    if (kube::string_field(ref, "kind") == "Job" && kube::bool_field(ref, "controller")) return kube::string_field(ref, "uid");
+    if (kube::string_field(ref, "kind") == "Job" && kube::bool_field(ref, "controller"))
+      return kube::string_field(ref, "uid");
   }
   for (auto key : {"batch.kubernetes.io/controller-uid", "controller-uid"}) {
     if (auto uid = kube::label_of(pod, key)) return *uid;
@@ -168,8 +169,9 @@ CleanVerdict clean_verdict(const json& job, std::chrono::milliseconds older_than
   if (ago.count() < 0) ago = std::chrono::seconds(0);
   std::string when = util::human_duration(ago);
   if (older_than.count() > 0 && ago < older_than) {
-    return {false, phase, fmt::format("{} {} ago, not older than {}", phase, when,
-                               util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(older_than)))};
+    return {false, phase,
+            fmt::format("{} {} ago, not older than {}", phase, when,
+                        util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(older_than)))};
   }
   return {true, phase, fmt::format("{} {} ago", phase, when)};
 }
@@ -196,8 +198,8 @@ CleanPlan plan_job_clean(const std::vector<json>& jobs, std::chrono::millisecond
   return plan;
 }
 
-Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope, std::chrono::milliseconds older_than,
-                                     util::TimePoint now) {
+Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope,
+                                     std::chrono::milliseconds older_than, util::TimePoint now) {
   GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, scope));
   std::vector<std::string> skipped;
   jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
@@ -213,8 +215,8 @@ json job_delete_options(const CleanTarget& target, bool dry_run) {
   return body;
 }
 
-CleanResult delete_jobs(kube::Client& client, const std::vector<CleanTarget>& targets, const kube::WriteOptions& options,
-                        const std::function<void(const CleanOutcome&)>& on_done) {
+CleanResult delete_jobs(kube::Client& client, const std::vector<CleanTarget>& targets,
+                        const kube::WriteOptions& options, const std::function<void(const CleanOutcome&)>& on_done) {
   CleanResult result;
   for (const auto& t : targets) {
     CleanOutcome outcome;

@@ -57,9 +57,10 @@ Result<NodeEdit> plan_taints(const json& node, const std::vector<TaintSpec>& spe
     } else if (same_slot->value == t.value) {
       kept.push_back("already has " + kube::to_string(t));
     } else if (!overwrite) {
-      return fail(invalid(fmt::format("node {} already has a taint with key \"{}\" and effect \"{}\" ({}), and "
-                                      "--overwrite is false: add --overwrite to change its value",
-                                      name, t.key, t.effect, kube::to_string(*same_slot))));
+      return fail(
+          invalid(fmt::format("node {} already has a taint with key \"{}\" and effect \"{}\" ({}), and "
+                              "--overwrite is false: add --overwrite to change its value",
+                              name, t.key, t.effect, kube::to_string(*same_slot))));
     } else {
       done.push_back(fmt::format("changed {} to {}", kube::to_string(*same_slot), kube::to_string(t)));
       *same_slot = added;
@@ -93,9 +94,10 @@ Result<NodeEdit> plan_labels(const json& node, const std::vector<LabelSpec>& spe
     } else if (current && *current == spec.value) {
       kept.push_back(fmt::format("already has {}={}", spec.key, spec.value));
     } else if (current && !overwrite) {
-      return fail(invalid(fmt::format("node {} already has label {}={}, and --overwrite is false: add --overwrite to "
-                                      "change it",
-                                      name, spec.key, *current)));
+      return fail(
+          invalid(fmt::format("node {} already has label {}={}, and --overwrite is false: add --overwrite to "
+                              "change it",
+                              name, spec.key, *current)));
     } else {
       labels[spec.key] = spec.value;
       done.push_back(current ? fmt::format("changed {}={} to {}", spec.key, *current, spec.value)
@@ -124,8 +126,10 @@ Result<NodeEdit> plan_cordon(const json& node, const CordonRequest& request) {
       return edit;
     }
     json annotations = json::object();
-    if (!request.reason.empty()) annotations[std::string(kCordonReasonAnnotation)] = request.reason;
-    else if (reason) annotations[std::string(kCordonReasonAnnotation)] = nullptr;  // a stale record from before
+    if (!request.reason.empty())
+      annotations[std::string(kCordonReasonAnnotation)] = request.reason;
+    else if (reason)
+      annotations[std::string(kCordonReasonAnnotation)] = nullptr;  // a stale record from before
     if (!request.by.empty()) annotations[std::string(kCordonByAnnotation)] = request.by;
     if (!request.at.empty()) annotations[std::string(kCordonAtAnnotation)] = request.at;
     edit.changed = true;

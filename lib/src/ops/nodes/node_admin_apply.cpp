@@ -57,27 +57,28 @@ NodeChange apply_node_edit(kube::Client& client, const json& node, const NodePla
   change.node = name;
   change.path = kube::paths::node(name);
   change.content_type = "application/merge-patch+json";
-  auto applied = retry_on_conflict(options.max_conflict_retries + 1, change.conflicts, [&](int attempt) -> Result<void> {
-    // After a conflict someone else wrote the node since we read it: plan on what is there now.
-    if (attempt > 0) {
-      GPUCTL_TRY_ASSIGN(current, read_node(client, name));
-    }
-    GPUCTL_TRY_ASSIGN(NodeEdit edit, planner(current));
-    change.summary = edit.summary;
-    if (!edit.changed || options.dry_run == DryRun::client) {
-      change.outcome = edit.changed ? ChangeOutcome::changed : ChangeOutcome::unchanged;
-      if (edit.changed) change.patch = edit.patch;
-      change.node_after = current;
-      return {};
-    }
-    change.patch = edit.patch;
-    kube::WriteOptions write;
-    write.dry_run = options.dry_run == DryRun::server;
-    write.field_manager = options.field_manager;
-    GPUCTL_TRY_ASSIGN(change.node_after, client.patch(change.path, kube::PatchType::merge, edit.patch, write));
-    change.outcome = ChangeOutcome::changed;
-    return {};
-  });
+  auto applied =
+      retry_on_conflict(options.max_conflict_retries + 1, change.conflicts, [&](int attempt) -> Result<void> {
+        // After a conflict someone else wrote the node since we read it: plan on what is there now.
+        if (attempt > 0) {
+          GPUCTL_TRY_ASSIGN(current, read_node(client, name));
+        }
+        GPUCTL_TRY_ASSIGN(NodeEdit edit, planner(current));
+        change.summary = edit.summary;
+        if (!edit.changed || options.dry_run == DryRun::client) {
+          change.outcome = edit.changed ? ChangeOutcome::changed : ChangeOutcome::unchanged;
+          if (edit.changed) change.patch = edit.patch;
+          change.node_after = current;
+          return {};
+        }
+        change.patch = edit.patch;
+        kube::WriteOptions write;
+        write.dry_run = options.dry_run == DryRun::server;
+        write.field_manager = options.field_manager;
+        GPUCTL_TRY_ASSIGN(change.node_after, client.patch(change.path, kube::PatchType::merge, edit.patch, write));
+        change.outcome = ChangeOutcome::changed;
+        return {};
+      });
   if (applied) return change;
   Error e = applied.error();
   if (e.is_conflict()) {
@@ -127,8 +128,8 @@ std::optional<NodeChange> unusable_node(const json& node, std::size_t index) {
   }
   if (problem.empty() && name.empty()) problem = "metadata.name is missing";
   if (problem.empty()) return std::nullopt;
-  std::string label = name.empty() || !kube::paths::dns_subdomain_problem(name).empty()
-                          ? fmt::format("#{}", index + 1) : name;
+  std::string label =
+      name.empty() || !kube::paths::dns_subdomain_problem(name).empty() ? fmt::format("#{}", index + 1) : name;
   return failed_change(label, malformed(fmt::format("node {} skipped: {}", label, problem)));
 }
 
@@ -145,9 +146,11 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
       auto node = read_node(client, name);
       if (node && (kube::name_of(*node) != name || !kube::node_shape_problem(*node).empty())) {
         auto bad = unusable_node(*node, seen.size() - 1);
-        selected.missing.push_back(bad ? std::move(*bad)
-                                       : failed_change(name, malformed(fmt::format("node {} skipped: the API server answered "
-                                                                                   "with node {:?}", name, kube::name_of(*node)))));
+        selected.missing.push_back(
+            bad ? std::move(*bad)
+                : failed_change(name, malformed(fmt::format("node {} skipped: the API server answered "
+                                                            "with node {:?}",
+                                                            name, kube::name_of(*node)))));
       } else if (node) {
         selected.nodes.push_back(std::move(*node));
       } else if (node.error().is_not_found()) {
@@ -173,10 +176,9 @@ Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& se
   if (selected.nodes.empty() && selected.missing.empty()) {
     Error e;
     e.code = Errc::api;
-    e.message = selection.all_gpu_nodes
-                    ? std::string("no GPU nodes in the cluster (check with: gpuctl nodes --all)")
-                    : fmt::format("no nodes match -l {} (check with: gpuctl nodes --all -l {})", selection.label_selector,
-                                  selection.label_selector);
+    e.message = selection.all_gpu_nodes ? std::string("no GPU nodes in the cluster (check with: gpuctl nodes --all)")
+                                        : fmt::format("no nodes match -l {} (check with: gpuctl nodes --all -l {})",
+                                                      selection.label_selector, selection.label_selector);
     return fail(e);
   }
   return selected;

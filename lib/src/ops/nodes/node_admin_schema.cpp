@@ -20,9 +20,7 @@ json to_json(const std::vector<NodeChange>& changes, std::string_view operation,
                      {"error", c.error ? json(c.error->message) : json(nullptr)}});
   }
   std::string_view mode = dry_run == DryRun::client ? "client" : dry_run == DryRun::server ? "server" : "none";
-  return schema_document("NodeChangeList", {{"operation", operation},
-          {"dryRun", mode},
-          {"items", items}});
+  return schema_document("NodeChangeList", {{"operation", operation}, {"dryRun", mode}, {"items", items}});
 }
 
 }  // namespace gpuctl::ops

@@ -5,8 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "gpuctl/ops/nodes/node_admin.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/ops/nodes/node_admin.hpp"
 #include "node_admin_internal.hpp"
 
 namespace gpuctl::ops {
@@ -80,14 +80,16 @@ Result<TaintSpec> parse_taint_spec(std::string_view text) {
     key_value = body.substr(0, colon);
     spec.taint.effect = std::string(body.substr(colon + 1));
     if (!is_valid_effect(spec.taint.effect)) {
-      return fail(invalid(fmt::format("invalid taint spec \"{}\": effect \"{}\" is not one of NoSchedule, "
-                                      "PreferNoSchedule, NoExecute",
-                                      text, spec.taint.effect)));
+      return fail(
+          invalid(fmt::format("invalid taint spec \"{}\": effect \"{}\" is not one of NoSchedule, "
+                              "PreferNoSchedule, NoExecute",
+                              text, spec.taint.effect)));
     }
   } else if (!spec.remove) {
-    return fail(invalid(fmt::format("invalid taint spec \"{}\": an added taint needs an effect, as in "
-                                    "KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute",
-                                    text)));
+    return fail(
+        invalid(fmt::format("invalid taint spec \"{}\": an added taint needs an effect, as in "
+                            "KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute",
+                            text)));
   }
   std::string_view key = key_value;
   if (auto eq = key_value.find('='); eq != std::string_view::npos) {
@@ -117,7 +119,8 @@ Result<LabelSpec> parse_label_spec(std::string_view text) {
     spec.key = std::string(text.substr(0, text.size() - 1));
     spec.remove = true;
   } else {
-    return fail(invalid(fmt::format("invalid label spec \"{}\": use KEY=VALUE to set a label or KEY- to remove it", text)));
+    return fail(
+        invalid(fmt::format("invalid label spec \"{}\": use KEY=VALUE to set a label or KEY- to remove it", text)));
   }
   if (auto p = qualified_name_problem(spec.key); !p.empty()) {
     return fail(invalid(fmt::format("invalid label spec \"{}\": key \"{}\": {}", text, spec.key, p)));

@@ -67,8 +67,8 @@ Result<std::map<std::string, std::vector<json>>> pods_on_nodes(kube::Client& cli
   return by_node;
 }
 
-TaintImpact taint_impact(const std::map<std::string, std::vector<json>>& pods_by_node, const std::vector<TaintSpec>& specs,
-                         bool evict_allowed) {
+TaintImpact taint_impact(const std::map<std::string, std::vector<json>>& pods_by_node,
+                         const std::vector<TaintSpec>& specs, bool evict_allowed) {
   TaintImpact impact;
   for (const auto& [node, node_pods] : pods_by_node) {
     for (const auto& spec : specs) {
@@ -78,16 +78,18 @@ TaintImpact taint_impact(const std::map<std::string, std::vector<json>>& pods_by
       std::string list = fmt::format("{}", fmt::join(intolerant, ", "));
       std::string taint = kube::to_string(spec.taint);
       if (spec.taint.effect == "NoSchedule") {
-        impact.warnings.push_back(fmt::format("node/{}: {} running pod(s) do not tolerate {}; they keep running, but pods like "
-                                              "them will not be placed there again: {}",
-                                              node, intolerant.size(), taint, list));
-      } else if (evict_allowed) {
         impact.warnings.push_back(
-            fmt::format("node/{}: {} pod(s) do not tolerate {} and will be evicted: {}", node, intolerant.size(), taint, list));
+            fmt::format("node/{}: {} running pod(s) do not tolerate {}; they keep running, but pods like "
+                        "them will not be placed there again: {}",
+                        node, intolerant.size(), taint, list));
+      } else if (evict_allowed) {
+        impact.warnings.push_back(fmt::format("node/{}: {} pod(s) do not tolerate {} and will be evicted: {}", node,
+                                              intolerant.size(), taint, list));
       } else {
-        impact.refusals.push_back(fmt::format("node/{}: {} pod(s) do not tolerate {} and would be evicted: {} (add --yes to "
-                                              "evict them, or give them a toleration)",
-                                              node, intolerant.size(), taint, list));
+        impact.refusals.push_back(
+            fmt::format("node/{}: {} pod(s) do not tolerate {} and would be evicted: {} (add --yes to "
+                        "evict them, or give them a toleration)",
+                        node, intolerant.size(), taint, list));
       }
     }
   }

@@ -10,8 +10,8 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
-#include "gpuctl/util/time.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops {
 
@@ -49,7 +49,8 @@ std::int64_t count_of(const kube::ResourceList& list, const std::string& name) {
 
 // Conditions that mean trouble when True (Ready is reported on its own).
 bool is_problem_condition(const kube::NodeCondition& c) {
-  static const std::vector<std::string_view> bad = {"NetworkUnavailable", "MemoryPressure", "DiskPressure", "PIDPressure"};
+  static const std::vector<std::string_view> bad = {"NetworkUnavailable", "MemoryPressure", "DiskPressure",
+                                                    "PIDPressure"};
   return c.status == "True" && std::find(bad.begin(), bad.end(), c.type) != bad.end();
 }
 
@@ -92,8 +93,10 @@ void count_resources(const json& status, const NodeUse& u, NodeGpuInfo& info) {
   kube::ResourceList capacity = kube::parse_resource_list(kube::field(status, "capacity"));
   kube::ResourceList allocatable = kube::parse_resource_list(kube::field(status, "allocatable"));
   std::vector<std::string> names;
-  for (const auto& [name, q] : capacity) if (is_nvidia_resource(name)) names.push_back(name);
-  for (const auto& [name, q] : allocatable) if (is_nvidia_resource(name)) names.push_back(name);
+  for (const auto& [name, q] : capacity)
+    if (is_nvidia_resource(name)) names.push_back(name);
+  for (const auto& [name, q] : allocatable)
+    if (is_nvidia_resource(name)) names.push_back(name);
   for (const auto& [name, q] : u.requested) names.push_back(name);
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -191,7 +194,8 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     if (gpu_node) add_to_products(info, products);
     inventory.nodes.push_back(std::move(info));
   }
-  std::sort(inventory.nodes.begin(), inventory.nodes.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(inventory.nodes.begin(), inventory.nodes.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
   inventory.products = product_summaries(products);
   return inventory;
 }
@@ -212,8 +216,8 @@ Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInv
 }
 
 const std::vector<std::string_view>& node_sort_keys() {
-  static const std::vector<std::string_view> keys = {"name", "status", "product", "capacity", "allocatable",
-                                                      "used", "free", "unhealthy", "age"};
+  static const std::vector<std::string_view> keys = {"name", "status", "product",   "capacity", "allocatable",
+                                                     "used", "free",   "unhealthy", "age"};
   return keys;
 }
 
@@ -233,7 +237,8 @@ Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key) {
   };
   auto it = orders.find(key);
   if (it == orders.end()) {
-    return fail(Errc::invalid_argument, fmt::format("--sort-by: unknown key \"{}\" (valid: {})", key, fmt::join(node_sort_keys(), ", ")));
+    return fail(Errc::invalid_argument,
+                fmt::format("--sort-by: unknown key \"{}\" (valid: {})", key, fmt::join(node_sort_keys(), ", ")));
   }
   std::stable_sort(nodes.begin(), nodes.end(), it->second);
   return {};
@@ -241,7 +246,11 @@ Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key) {
 
 namespace {
 json to_json(const ResourceCount& rc) {
-  return {{"name", rc.name}, {"capacity", rc.capacity}, {"allocatable", rc.allocatable}, {"used", rc.used}, {"free", rc.free()}};
+  return {{"name", rc.name},
+          {"capacity", rc.capacity},
+          {"allocatable", rc.allocatable},
+          {"used", rc.used},
+          {"free", rc.free()}};
 }
 json string_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 }  // namespace

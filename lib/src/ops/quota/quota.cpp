@@ -12,8 +12,8 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
-#include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 
 namespace gpuctl::ops {
 
@@ -36,7 +36,8 @@ std::optional<std::int64_t> integer_of(const json& v) {
 
 bool is_gpu_first(const QuotaResourceUsage& a, const QuotaResourceUsage& b) {
   auto rank = [](const QuotaResourceUsage& r) { return r.resource == kGpuResource ? 0 : 1; };
-  return std::make_tuple(rank(a), a.resource, !a.enforced, a.key) < std::make_tuple(rank(b), b.resource, !b.enforced, b.key);
+  return std::make_tuple(rank(a), a.resource, !a.enforced, a.key) <
+         std::make_tuple(rank(b), b.resource, !b.enforced, b.key);
 }
 
 bool managed(const json& object) { return kube::label_of(object, kManagedByLabel) == std::string(kManagedByValue); }
@@ -46,7 +47,8 @@ GpuQuota read_quota(const json& quota) {
   q.name = kube::name_of(quota);
   q.managed_by_gpuctl = managed(quota);
   const json& spec = field(quota, "spec");
-  q.scoped = (field(spec, "scopes").is_array() && !field(spec, "scopes").empty()) || field(spec, "scopeSelector").is_object();
+  q.scoped =
+      (field(spec, "scopes").is_array() && !field(spec, "scopes").empty()) || field(spec, "scopeSelector").is_object();
   const json& hard = field(spec, "hard");
   const json& used = field(field(quota, "status"), "used");
   if (!hard.is_object()) return q;
@@ -67,8 +69,8 @@ GpuQuota read_quota(const json& quota) {
 
 // The newest time an event was seen (series, lastTimestamp, eventTime, creation).
 std::string event_time(const json& e) {
-  for (const auto* ptr : {"/series/lastObservedTime", "/lastTimestamp", "/eventTime", "/firstTimestamp",
-                          "/metadata/creationTimestamp"}) {
+  for (const auto* ptr :
+       {"/series/lastObservedTime", "/lastTimestamp", "/eventTime", "/firstTimestamp", "/metadata/creationTimestamp"}) {
     json::json_pointer p(ptr);
     if (e.contains(p) && e.at(p).is_string() && !e.at(p).get<std::string>().empty()) return e.at(p).get<std::string>();
   }
@@ -106,13 +108,17 @@ bool job_no_longer_held(const json* job, const std::string& event_uid) {
 }
 
 json usage_json(const QuotaResourceUsage& r) {
-  return {{"resource", r.resource}, {"key", r.key}, {"enforced", r.enforced}, {"hard", r.hard},
-          {"used", r.used ? json(*r.used) : json(nullptr)}, {"free", r.free() ? json(*r.free()) : json(nullptr)}};
+  return {{"resource", r.resource},
+          {"key", r.key},
+          {"enforced", r.enforced},
+          {"hard", r.hard},
+          {"used", r.used ? json(*r.used) : json(nullptr)},
+          {"free", r.free() ? json(*r.free()) : json(nullptr)}};
 }
 
 json finding_json(const QuotaFinding& f) {
-  return {{"namespace", f.namespace_name}, {"quota", f.quota}, {"key", f.key}, {"value", f.value},
-          {"replacement", f.replacement}, {"message", f.message}};
+  return {{"namespace", f.namespace_name}, {"quota", f.quota},    {"key", f.key}, {"value", f.value},
+          {"replacement", f.replacement},  {"message", f.message}};
 }
 
 std::string_view denial_kind_name(AdmissionDenialKind k) {
@@ -137,7 +143,8 @@ std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key) {
   } else if (resource.starts_with("limits.")) {
     resource.remove_prefix(std::string_view("limits.").size());
   }
-  if (!resource.starts_with(kNvidiaResourcePrefix) || resource.size() == kNvidiaResourcePrefix.size()) return std::nullopt;
+  if (!resource.starts_with(kNvidiaResourcePrefix) || resource.size() == kNvidiaResourcePrefix.size())
+    return std::nullopt;
   k.resource = std::string(resource);
   return k;
 }
@@ -157,8 +164,8 @@ std::vector<QuotaFinding> check_quota_keys(const json& quota) {
     f.key = key;
     f.value = value.is_string() ? value.get<std::string>() : value.dump();
     f.replacement = std::string(kRequestsPrefix) + k->resource;
-    f.message = fmt::format("quota {}/{}: key {} is never enforced by Kubernetes; use {} (gpuctl quota fix {})", ns, name,
-                            key, f.replacement, ns);
+    f.message = fmt::format("quota {}/{}: key {} is never enforced by Kubernetes; use {} (gpuctl quota fix {})", ns,
+                            name, key, f.replacement, ns);
     out.push_back(std::move(f));
   }
   return out;
@@ -207,7 +214,8 @@ GpuQuotaList build_quota_view(const QuotaViewInput& input) {
       if (!max.is_object()) continue;
       for (const auto& [resource, value] : max.items()) {
         if (!resource.starts_with(kNvidiaResourcePrefix)) continue;
-        view(kube::namespace_of(lr)).limits.push_back({kube::name_of(lr), text(field(l, "type")), resource, integer_of(value).value_or(0)});
+        view(kube::namespace_of(lr))
+            .limits.push_back({kube::name_of(lr), text(field(l, "type")), resource, integer_of(value).value_or(0)});
       }
     }
   }
@@ -283,8 +291,9 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
   if (events) {
     input.events = std::move(events->items);
   } else {
-    list.warnings.push_back(fmt::format("could not list events in {} ({}): pods and jobs held back by quota are not shown",
-                                        where, events.error().message));
+    list.warnings.push_back(
+        fmt::format("could not list events in {} ({}): pods and jobs held back by quota are not shown", where,
+                    events.error().message));
   }
   if (events) {
     auto jobs = client.list(kube::paths::jobs(ns));
@@ -292,13 +301,15 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
       input.jobs = std::move(jobs->items);
     } else {
       input.jobs_listed = false;
-      list.warnings.push_back(fmt::format("could not list jobs in {} ({}): held-back jobs may include ones that have since started",
-                                          where, jobs.error().message));
+      list.warnings.push_back(
+          fmt::format("could not list jobs in {} ({}): held-back jobs may include ones that have since started", where,
+                      jobs.error().message));
     }
   }
   std::vector<std::string> skipped;
   input.quotas = kube::keep_well_formed(std::move(input.quotas), "resourcequota", kube::quota_shape_problem, skipped);
-  input.limit_ranges = kube::keep_well_formed(std::move(input.limit_ranges), "limitrange", kube::limit_range_shape_problem, skipped);
+  input.limit_ranges =
+      kube::keep_well_formed(std::move(input.limit_ranges), "limitrange", kube::limit_range_shape_problem, skipped);
   input.pods = kube::keep_well_formed(std::move(input.pods), "pod", kube::pod_shape_problem, skipped);
   input.events = kube::keep_well_formed(std::move(input.events), "event", kube::event_shape_problem, skipped);
   input.jobs = kube::keep_well_formed(std::move(input.jobs), "job", kube::job_shape_problem, skipped);
@@ -315,8 +326,8 @@ json to_json(const GpuQuotaList& list) {
     for (const auto& q : v.quotas) {
       json resources = json::array();
       for (const auto& r : q.resources) resources.push_back(usage_json(r));
-      quotas.push_back({{"name", q.name}, {"managedByGpuctl", q.managed_by_gpuctl}, {"scoped", q.scoped},
-                        {"resources", resources}});
+      quotas.push_back(
+          {{"name", q.name}, {"managedByGpuctl", q.managed_by_gpuctl}, {"scoped", q.scoped}, {"resources", resources}});
     }
     json requested = json::array();
     for (const auto& [resource, n] : v.requested) requested.push_back({{"resource", resource}, {"requested", n}});
@@ -327,9 +338,13 @@ json to_json(const GpuQuotaList& list) {
     auto max = v.max_per_pod(kGpuResource);
     json held = json::array();
     for (const auto& h : v.held_back) {
-      held.push_back({{"kind", h.kind}, {"name", h.name}, {"denial", denial_kind_name(h.denial.kind)},
-                      {"quota", h.denial.quota.empty() ? json(nullptr) : json(h.denial.quota)}, {"reason", h.reason},
-                      {"count", h.count}, {"lastSeen", h.last_seen.empty() ? json(nullptr) : json(h.last_seen)}});
+      held.push_back({{"kind", h.kind},
+                      {"name", h.name},
+                      {"denial", denial_kind_name(h.denial.kind)},
+                      {"quota", h.denial.quota.empty() ? json(nullptr) : json(h.denial.quota)},
+                      {"reason", h.reason},
+                      {"count", h.count},
+                      {"lastSeen", h.last_seen.empty() ? json(nullptr) : json(h.last_seen)}});
     }
     json findings = json::array();
     for (const auto& f : v.findings) findings.push_back(finding_json(f));
@@ -343,8 +358,7 @@ json to_json(const GpuQuotaList& list) {
   }
   json findings = json::array();
   for (const auto& f : list.findings()) findings.push_back(finding_json(f));
-  return schema_document("GPUQuotaList", {{"items", items},
-          {"findings", findings}, {"warnings", list.warnings}});
+  return schema_document("GPUQuotaList", {{"items", items}, {"findings", findings}, {"warnings", list.warnings}});
 }
 
 }  // namespace gpuctl::ops

@@ -90,8 +90,10 @@ bool same(const json& a, const json& b) {
 std::string diff_summary(const json& before, const json& after) {
   std::vector<std::string> parts;
   std::set<std::string> keys;
-  if (before.is_object()) for (const auto& [k, v] : before.items()) keys.insert(k);
-  if (after.is_object()) for (const auto& [k, v] : after.items()) keys.insert(k);
+  if (before.is_object())
+    for (const auto& [k, v] : before.items()) keys.insert(k);
+  if (after.is_object())
+    for (const auto& [k, v] : after.items()) keys.insert(k);
   for (const auto& k : keys) {
     bool in_before = before.is_object() && before.contains(k);
     bool in_after = after.is_object() && after.contains(k);
@@ -115,8 +117,9 @@ json max_of_type(const json& limit_range, std::string_view type) {
 
 std::string change_summary(const std::string& kind, const json& before, const json& after) {
   if (kind == "ResourceQuota") {
-    return diff_summary(before.contains("/spec/hard"_json_pointer) ? before.at("/spec/hard"_json_pointer) : json(nullptr),
-                        after.contains("/spec/hard"_json_pointer) ? after.at("/spec/hard"_json_pointer) : json(nullptr));
+    return diff_summary(
+        before.contains("/spec/hard"_json_pointer) ? before.at("/spec/hard"_json_pointer) : json(nullptr),
+        after.contains("/spec/hard"_json_pointer) ? after.at("/spec/hard"_json_pointer) : json(nullptr));
   }
   std::string s = diff_summary(max_of_type(before, "Pod"), max_of_type(after, "Pod"));
   return s.empty() ? "spec rewritten" : "max per pod: " + s;
@@ -144,10 +147,11 @@ Result<ObjectPlan> plan_managed_object(const json& desired, const std::optional<
     return plan;
   }
   if (kube::label_of(*existing, kManagedByLabel) != std::string(kManagedByValue)) {
-    return fail(Errc::invalid_argument,
-                fmt::format("{} {}/{} exists but gpuctl did not create it (no label {}={}): delete or rename it, or add "
-                            "the label to let gpuctl manage it",
-                            lowercase(plan.kind), plan.namespace_name, plan.name, kManagedByLabel, kManagedByValue));
+    return fail(
+        Errc::invalid_argument,
+        fmt::format("{} {}/{} exists but gpuctl did not create it (no label {}={}): delete or rename it, or add "
+                    "the label to let gpuctl manage it",
+                    lowercase(plan.kind), plan.namespace_name, plan.name, kManagedByLabel, kManagedByValue));
   }
   const json& want = desired.contains("spec") ? desired["spec"] : json::object();
   const json& have = existing->contains("spec") ? (*existing)["spec"] : json::object();

@@ -37,12 +37,14 @@ Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespa
       if (client_dry_run) {
         item.deleted = true;
       } else {
-        json preconditions = {{"preconditions", {{"uid", kube::string_field(kube::field(*existing, "metadata"), "uid")}}}};
+        json preconditions = {
+            {"preconditions", {{"uid", kube::string_field(kube::field(*existing, "metadata"), "uid")}}}};
         auto removed = client.remove(path, preconditions, options);
         if (removed) {
           item.deleted = true;
         } else if (!removed.error().is_not_found()) {
-          return fail(removed.error().with_context(fmt::format("deleting {}/{} in namespace {}", lowercase(kind), name, namespace_name)));
+          return fail(removed.error().with_context(
+              fmt::format("deleting {}/{} in namespace {}", lowercase(kind), name, namespace_name)));
         }
       }
     }
@@ -66,8 +68,9 @@ Result<DeleteResult> delete_quota(kube::Client& client, std::string_view namespa
   if (others.empty()) {
     e.message += "; it has no other quota either";
   } else {
-    e.message += fmt::format("; gpuctl leaves objects it did not create alone: {} (delete them with kubectl delete -n {} ...)",
-                             fmt::join(others, ", "), namespace_name);
+    e.message +=
+        fmt::format("; gpuctl leaves objects it did not create alone: {} (delete them with kubectl delete -n {} ...)",
+                    fmt::join(others, ", "), namespace_name);
   }
   return fail(std::move(e));
 }

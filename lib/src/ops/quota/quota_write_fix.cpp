@@ -42,10 +42,11 @@ std::optional<FixPlan> plan_quota_fix(const json& quota) {
     auto b = kube::Quantity::parse(kept);
     if (a && b && *a < *b) {
       hard[f.replacement] = value;
-      plan.changes.push_back(fmt::format("{}={} -> {}={} (stricter than {}={})", f.key, value, f.replacement, value,
-                                         f.replacement, kept));
+      plan.changes.push_back(
+          fmt::format("{}={} -> {}={} (stricter than {}={})", f.key, value, f.replacement, value, f.replacement, kept));
     } else {
-      plan.changes.push_back(fmt::format("{}={} removed ({}={} is as strict or stricter)", f.key, value, f.replacement, kept));
+      plan.changes.push_back(
+          fmt::format("{}={} removed ({}={} is as strict or stricter)", f.key, value, f.replacement, kept));
     }
   }
   plan.findings = std::move(findings);
@@ -53,7 +54,8 @@ std::optional<FixPlan> plan_quota_fix(const json& quota) {
 }
 
 std::size_t FixResult::failed() const {
-  return static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const FixItem& i) { return i.error.has_value(); }));
+  return static_cast<std::size_t>(
+      std::count_if(items.begin(), items.end(), [](const FixItem& i) { return i.error.has_value(); }));
 }
 
 Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_name, DryRun dry_run) {
@@ -68,7 +70,9 @@ Result<FixResult> fix_quotas(kube::Client& client, std::string_view namespace_na
       FixItem item;
       item.plan.namespace_name = kube::namespace_of(quota);
       item.plan.quota = kube::name_of(quota);
-      item.error = fail(Errc::parse, fmt::format("{} skipped: {}", kube::object_label("resourcequota", quota, i), problem)).error();
+      item.error =
+          fail(Errc::parse, fmt::format("{} skipped: {}", kube::object_label("resourcequota", quota, i), problem))
+              .error();
       out.items.push_back(std::move(item));
       continue;
     }

@@ -67,10 +67,10 @@ std::vector<std::string> below_use_warnings(const QuotaSpec& spec, const std::ma
   for (const auto& [resource, hard] : wanted) {
     auto it = used.find(resource);
     if (it == used.end() || it->second <= hard) continue;
-    out.push_back(fmt::format("namespace {} already uses {} {}{}, more than the new quota of {}: running pods stay, "
-                              "new pods asking for {} are refused until fewer than {} are in use",
-                              spec.namespace_name, it->second, kRequests, resource, hard, resource,
-                              std::max<std::int64_t>(hard, 1)));
+    out.push_back(fmt::format(
+        "namespace {} already uses {} {}{}, more than the new quota of {}: running pods stay, "
+        "new pods asking for {} are refused until fewer than {} are in use",
+        spec.namespace_name, it->second, kRequests, resource, hard, resource, std::max<std::int64_t>(hard, 1)));
   }
   return out;
 }
@@ -109,8 +109,8 @@ Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, DryRun 
   if (spec.max_per_pod) {
     auto limits = apply_one(client, build_gpu_limit_range(spec), client_dry_run, options);
     if (!limits) {
-      return fail(limits.error().with_context(
-          fmt::format("resourcequota/{} {}, but the LimitRange failed", kGpuQuotaName, to_string(out.objects[0].plan.action))));
+      return fail(limits.error().with_context(fmt::format("resourcequota/{} {}, but the LimitRange failed",
+                                                          kGpuQuotaName, to_string(out.objects[0].plan.action))));
     }
     out.objects.push_back(std::move(*limits));
   }

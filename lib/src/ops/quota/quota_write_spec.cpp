@@ -36,11 +36,13 @@ std::string namespace_name_problem(std::string_view name) {
   auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
   for (char c : name) {
     if (!alnum(c) && c != '-') {
-      return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+      return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
+             "character";
     }
   }
   if (!alnum(name.front()) || !alnum(name.back())) {
-    return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+    return "must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric "
+           "character";
   }
   return {};
 }
@@ -57,7 +59,8 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
   if (!n) {
     return fail(Errc::invalid_argument,
                 fmt::format("--gpus \"{}\": give the number of GPUs the namespace may request in all, a whole number "
-                            "of 0 or more (e.g. --gpus 8)", gpus));
+                            "of 0 or more (e.g. --gpus 8)",
+                            gpus));
   }
   spec.gpus = *n;
   if (max_per_pod) {
@@ -65,7 +68,8 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
     if (!m) {
       return fail(Errc::invalid_argument,
                   fmt::format("--max-per-pod \"{}\": give the most GPUs one pod may request, a whole number of 0 or "
-                              "more (e.g. --max-per-pod 4)", *max_per_pod));
+                              "more (e.g. --max-per-pod 4)",
+                              *max_per_pod));
     }
     spec.max_per_pod = *m;
   }
@@ -80,10 +84,11 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
     std::string value = r.substr(eq + 1);
     for (std::string_view prefix : {"requests.", "limits."}) {
       if (name.starts_with(prefix)) {
-        return fail(Errc::invalid_argument,
-                    fmt::format("--resource \"{}\": give the resource name without the \"{}\" prefix (--resource {}={}); "
-                                "gpuctl writes the requests. key, the only one Kubernetes enforces",
-                                r, prefix, name.substr(prefix.size()), value));
+        return fail(
+            Errc::invalid_argument,
+            fmt::format("--resource \"{}\": give the resource name without the \"{}\" prefix (--resource {}={}); "
+                        "gpuctl writes the requests. key, the only one Kubernetes enforces",
+                        r, prefix, name.substr(prefix.size()), value));
       }
     }
     if (name == kGpuResource) {
@@ -96,13 +101,15 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
         name.find(".kubernetes.io/") != std::string::npos) {
       return fail(Errc::invalid_argument,
                   fmt::format("--resource \"{}\": \"{}\" is not an extended resource name (a qualified name such as "
-                              "nvidia.com/mig-1g.10gb){}", r, name, problem.empty() ? "" : ": " + problem));
+                              "nvidia.com/mig-1g.10gb){}",
+                              r, name, problem.empty() ? "" : ": " + problem));
     }
     auto k = parse_count(value);
     if (!k) {
       return fail(Errc::invalid_argument,
                   fmt::format("--resource \"{}\": the count \"{}\" must be a whole number of 0 or more "
-                              "(extended resources are counted in integers)", r, value));
+                              "(extended resources are counted in integers)",
+                              r, value));
     }
     if (!seen.insert(name).second) {
       return fail(Errc::invalid_argument, fmt::format("--resource {} is given twice: give each resource once", name));
@@ -117,28 +124,29 @@ json build_gpu_quota(const QuotaSpec& spec) {
   json hard = json::object();
   hard[kRequests + std::string(kGpuResource)] = std::to_string(spec.gpus);
   for (const auto& [name, count] : spec.resources) hard[kRequests + name] = std::to_string(count);
-  return {{"apiVersion", "v1"},
-          {"kind", "ResourceQuota"},
-          {"metadata",
-           {{"name", kGpuQuotaName},
-            {"namespace", spec.namespace_name},
-            {"labels", {{kManagedByLabel, kManagedByValue}}}}},
-          {"spec", {{"hard", hard}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "ResourceQuota"},
+      {"metadata",
+       {{"name", kGpuQuotaName}, {"namespace", spec.namespace_name}, {"labels", {{kManagedByLabel, kManagedByValue}}}}},
+      {"spec", {{"hard", hard}}}};
 }
 
 json build_gpu_limit_range(const QuotaSpec& spec) {
   const std::string m = std::to_string(spec.max_per_pod.value_or(0));
   const std::string gpu(kGpuResource);
-  return {{"apiVersion", "v1"},
-          {"kind", "LimitRange"},
-          {"metadata",
-           {{"name", kGpuLimitRangeName},
-            {"namespace", spec.namespace_name},
-            {"labels", {{kManagedByLabel, kManagedByValue}}}}},
-          {"spec",
-           {{"limits",
-             json::array({{{"type", "Container"}, {"max", {{gpu, m}}}, {"default", {{gpu, "0"}}}, {"defaultRequest", {{gpu, "0"}}}},
-                          {{"type", "Pod"}, {"max", {{gpu, m}}}}})}}}};
+  return {
+      {"apiVersion", "v1"},
+      {"kind", "LimitRange"},
+      {"metadata",
+       {{"name", kGpuLimitRangeName},
+        {"namespace", spec.namespace_name},
+        {"labels", {{kManagedByLabel, kManagedByValue}}}}},
+      {"spec",
+       {{"limits",
+         json::array(
+             {{{"type", "Container"}, {"max", {{gpu, m}}}, {"default", {{gpu, "0"}}}, {"defaultRequest", {{gpu, "0"}}}},
+              {{"type", "Pod"}, {"max", {{gpu, m}}}}})}}}};
 }
 
 }  // namespace gpuctl::ops

@@ -18,7 +18,9 @@ namespace submit_flags_detail {
 
 bool is_dns_label(std::string_view s) {
   if (s.empty() || s.size() > 63) return false;
-  auto alnum = [](char c) { return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)); };
+  auto alnum = [](char c) {
+    return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c));
+  };
   if (!alnum(s.front()) || !alnum(s.back())) return false;
   for (char c : s) {
     if (!alnum(c) && c != '-') return false;
@@ -33,11 +35,14 @@ bool is_qualified_name(std::string_view s) {
     std::string_view prefix = s.substr(0, slash);
     if (prefix.empty() || prefix.size() > 253) return false;
     for (char c : prefix) {
-      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' || c == '.')) return false;
+      if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+            c == '.'))
+        return false;
     }
   }
   if (name.empty() || name.size() > 63) return false;
-  if (!std::isalnum(static_cast<unsigned char>(name.front())) || !std::isalnum(static_cast<unsigned char>(name.back()))) return false;
+  if (!std::isalnum(static_cast<unsigned char>(name.front())) || !std::isalnum(static_cast<unsigned char>(name.back())))
+    return false;
   for (char c : name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
@@ -47,7 +52,8 @@ bool is_qualified_name(std::string_view s) {
 bool is_label_value(std::string_view v) {
   if (v.empty()) return true;
   if (v.size() > 63) return false;
-  if (!std::isalnum(static_cast<unsigned char>(v.front())) || !std::isalnum(static_cast<unsigned char>(v.back()))) return false;
+  if (!std::isalnum(static_cast<unsigned char>(v.front())) || !std::isalnum(static_cast<unsigned char>(v.back())))
+    return false;
   for (char c : v) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
   }
@@ -80,7 +86,8 @@ Result<std::int64_t> non_negative_integer(std::string_view flag, std::string_vie
 Result<std::int64_t> seconds_of(std::string_view flag, std::string_view text, bool allow_zero) {
   auto d = util::parse_duration(text);
   if (!d) return usage(fmt::format("{}: {}", flag, d.error().message));
-  if (d->count() % 1000 != 0) return usage(fmt::format("{} {}: Kubernetes counts whole seconds; write e.g. 90s or 2h", flag, text));
+  if (d->count() % 1000 != 0)
+    return usage(fmt::format("{} {}: Kubernetes counts whole seconds; write e.g. 90s or 2h", flag, text));
   std::int64_t s = d->count() / 1000;
   if (!allow_zero && s == 0) return usage(fmt::format("{} {}: must be longer than 0s", flag, text));
   return s;
@@ -117,7 +124,8 @@ Result<VolumeSpec> parse_volume(const std::string& text) {
     rest.resize(rest.size() - 3);
   }
   v.mount_path = rest;
-  if (!is_dns_label(v.claim) && !(v.claim.size() <= 253 && is_qualified_name(v.claim) && v.claim.find('/') == std::string::npos)) {
+  if (!is_dns_label(v.claim) &&
+      !(v.claim.size() <= 253 && is_qualified_name(v.claim) && v.claim.find('/') == std::string::npos)) {
     return bad("the claim name is not a valid PersistentVolumeClaim name");
   }
   if (v.mount_path.empty() || v.mount_path.front() != '/') return bad("the mount path must be absolute");
@@ -134,11 +142,16 @@ Result<VolumeSpec> parse_volume(const std::string& text) {
 Result<void> check_mode(const SubmitFlags& f) {
   if (f.from_manifest) {
     std::vector<std::pair<std::string_view, bool>> container_flags = {
-        {"--image", !f.image.empty()},   {"--gpus", !f.gpus.empty()},
-        {"--cpu", !f.cpu.empty()},       {"--memory", !f.memory.empty()},
-        {"--cpu-limit", !f.cpu_limit.empty()}, {"--memory-limit", !f.memory_limit.empty()},
-        {"--env", !f.env.empty()},       {"--volume", !f.volumes.empty()},
-        {"--gpu-resource", !f.gpu_resource.empty()}, {"COMMAND", !f.command.empty()},
+        {"--image", !f.image.empty()},
+        {"--gpus", !f.gpus.empty()},
+        {"--cpu", !f.cpu.empty()},
+        {"--memory", !f.memory.empty()},
+        {"--cpu-limit", !f.cpu_limit.empty()},
+        {"--memory-limit", !f.memory_limit.empty()},
+        {"--env", !f.env.empty()},
+        {"--volume", !f.volumes.empty()},
+        {"--gpu-resource", !f.gpu_resource.empty()},
+        {"COMMAND", !f.command.empty()},
     };
     for (auto [flag, given] : container_flags) {
       if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's container", flag));
@@ -146,8 +159,9 @@ Result<void> check_mode(const SubmitFlags& f) {
     return {};
   }
   if (f.name.empty()) {
-    return usage("a job NAME is required before --, since every word after -- is the command: "
-                 "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
+    return usage(
+        "a job NAME is required before --, since every word after -- is the command: "
+        "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
   }
   if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
   if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
@@ -165,14 +179,17 @@ Result<void> parse_gpu_flags(const SubmitFlags& f, SubmitSpec& s) {
       return usage(fmt::format("--gpu-resource {}: name the resource itself, e.g. {}", r, r.substr(r.find('.') + 1)));
     }
     if (r.find('/') == std::string::npos || !is_qualified_name(r)) {
-      return usage(fmt::format("--gpu-resource {:?}: expected an extended resource name such as nvidia.com/gpu or "
-                               "nvidia.com/mig-1g.10gb", r));
+      return usage(
+          fmt::format("--gpu-resource {:?}: expected an extended resource name such as nvidia.com/gpu or "
+                      "nvidia.com/mig-1g.10gb",
+                      r));
     }
     s.gpu_resource = r;
   }
   if (!f.gpu_type.empty()) {
     if (f.gpu_type.size() > 63) return usage("--gpu-type: a GPU product label value is at most 63 characters");
-    if (s.gpus && *s.gpus == 0) return usage("--gpu-type needs --gpus of 1 or more: a job without GPUs has no GPU type");
+    if (s.gpus && *s.gpus == 0)
+      return usage("--gpu-type needs --gpus of 1 or more: a job without GPUs has no GPU type");
   }
   s.gpu_type = f.gpu_type;
   return {};
@@ -188,11 +205,12 @@ Result<void> parse_compute_flags(const SubmitFlags& f, SubmitSpec& s) {
     return !req.empty() && !lim.empty() && *kube::Quantity::parse(lim) < *kube::Quantity::parse(req);
   };
   if (limit_below(s.cpu, s.cpu_limit)) {
-    return usage(fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
+    return usage(
+        fmt::format("--cpu-limit {} is below --cpu {}: a limit must be at least the request", s.cpu_limit, s.cpu));
   }
   if (limit_below(s.memory, s.memory_limit)) {
-    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request", s.memory_limit,
-                             s.memory));
+    return usage(fmt::format("--memory-limit {} is below --memory {}: a limit must be at least the request",
+                             s.memory_limit, s.memory));
   }
   return {};
 }
@@ -241,7 +259,8 @@ Result<void> parse_metadata_flags(const SubmitFlags& f, SubmitSpec& s) {
   for (const auto& l : f.labels) {
     GPUCTL_TRY_ASSIGN(auto kv, key_value("--label", l));
     if (!is_qualified_name(kv.first) || !is_label_value(kv.second)) {
-      return usage(fmt::format("--label {:?}: not a valid label (key [prefix/]name, value at most 63 of A-Z a-z 0-9 - _ .)", l));
+      return usage(
+          fmt::format("--label {:?}: not a valid label (key [prefix/]name, value at most 63 of A-Z a-z 0-9 - _ .)", l));
     }
     s.labels[kv.first] = kv.second;
   }
@@ -279,8 +298,10 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   s.from_manifest = f.from_manifest;
   GPUCTL_TRY(check_mode(f));
   if (!f.name.empty() && !is_dns_label(f.name)) {
-    return usage(fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
-                             "with a letter or digit (the Job controller puts it in a label)", f.name));
+    return usage(
+        fmt::format("job name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and ending "
+                    "with a letter or digit (the Job controller puts it in a label)",
+                    f.name));
   }
   s.name = f.name;
   s.image = f.image;

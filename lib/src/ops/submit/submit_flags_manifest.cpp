@@ -18,13 +18,14 @@ using namespace submit_flags_detail;
 // --gpus (a whole number 0..1024), everything else as --cpu/--memory (more than zero).
 Result<void> resource_value(std::string_view where, const std::string& resource, const json& value) {
   std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  auto q = value.is_string() ? kube::Quantity::parse(text)
+  auto q = value.is_string()           ? kube::Quantity::parse(text)
            : value.is_number_integer() ? Result<kube::Quantity>(kube::Quantity::from_int(value.get<std::int64_t>()))
                                        : Result<kube::Quantity>(fail(Errc::parse, "not a quantity"));
   if (!q) return usage(fmt::format("{}.{} {:?}: not a quantity", where, resource, text));
   if (resource.starts_with("nvidia.com/")) {
     if (q->sign() < 0 || q->milli_value() != kube::saturating_mul(q->value(), 1000) || q->value() > 1024) {
-      return usage(fmt::format("{}.{} {:?}: expected a whole number of GPUs from 0 to 1024 (as --gpus)", where, resource, text));
+      return usage(
+          fmt::format("{}.{} {:?}: expected a whole number of GPUs from 0 to 1024 (as --gpus)", where, resource, text));
     }
   } else if (q->sign() <= 0) {
     return usage(fmt::format("{}.{} {:?}: must be more than zero (as --cpu and --memory)", where, resource, text));
@@ -45,13 +46,14 @@ Result<void> container_values(const json& c, const std::string& where) {
     auto req = kube::parse_resource_list(kube::field(resources, "requests"));
     auto lim = kube::parse_resource_list(kube::field(resources, "limits"));
     if (req.contains(r) && lim.contains(r) && lim.at(r) < req.at(r)) {
-      return usage(fmt::format("{}: the {} limit {} is below the request {}: a limit must be at least the request", where, r,
-                               lim.at(r).to_string(), req.at(r).to_string()));
+      return usage(fmt::format("{}: the {} limit {} is below the request {}: a limit must be at least the request",
+                               where, r, lim.at(r).to_string(), req.at(r).to_string()));
     }
   }
   for (const auto& e : kube::array_field(c, "env")) {
     std::string name = kube::string_field(e, "name");
-    if (!is_env_name(name)) return usage(fmt::format("{}.env: {:?} is not a valid variable name (as --env)", where, name));
+    if (!is_env_name(name))
+      return usage(fmt::format("{}.env: {:?} is not a valid variable name (as --env)", where, name));
   }
   return {};
 }
@@ -68,7 +70,8 @@ Result<void> labels_and_annotations(const json& metadata, const std::string& whe
   const json& annotations = kube::field(metadata, "annotations");
   if (annotations.is_object()) {
     for (const auto& [k, v] : annotations.items()) {
-      if (!is_qualified_name(k) || !v.is_string()) return usage(fmt::format("{}.annotations: {:?} is not a valid annotation (as --annotation)", where, k));
+      if (!is_qualified_name(k) || !v.is_string())
+        return usage(fmt::format("{}.annotations: {:?} is not a valid annotation (as --annotation)", where, k));
     }
   }
   return {};
@@ -88,8 +91,10 @@ Result<void> integer_at_least(const json& spec, const char* key, std::int64_t mi
 Result<void> check_manifest_values(const json& job) {
   std::string name = kube::name_of(job);
   if (!name.empty() && !is_dns_label(name)) {
-    return usage(fmt::format("metadata.name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and "
-                             "ending with a letter or digit (the Job controller puts it in a label)", name));
+    return usage(
+        fmt::format("metadata.name {:?} is not valid: at most 63 lowercase letters, digits and '-', starting and "
+                    "ending with a letter or digit (the Job controller puts it in a label)",
+                    name));
   }
   GPUCTL_TRY(labels_and_annotations(kube::field(job, "metadata"), "metadata"));
   const json& spec = kube::field(job, "spec");

@@ -91,9 +91,10 @@ Result<bool> equalise_gpu_resources(json& containers, std::string_view source) {
         auto rq = kube::parse_resource_list(json{{k, req[k]}});
         auto lq = kube::parse_resource_list(json{{k, lim[k]}});
         if (rq.count(k) && lq.count(k) && rq.at(k) != lq.at(k)) {
-          return usage(fmt::format("{}: container {:?} requests {} {} but limits it to {}: GPUs cannot be overcommitted, "
-                                   "make request and limit equal",
-                                   source, kube::string_field(c, "name"), req[k].dump(), k, lim[k].dump()));
+          return usage(
+              fmt::format("{}: container {:?} requests {} {} but limits it to {}: GPUs cannot be overcommitted, "
+                          "make request and limit equal",
+                          source, kube::string_field(c, "name"), req[k].dump(), k, lim[k].dump()));
         }
       } else if (req.contains(k)) {
         lim[k] = req[k];
@@ -149,7 +150,8 @@ Result<void> default_restart_policy(json& pod_spec, std::string_view source) {
   if (restart.empty()) {
     pod_spec["restartPolicy"] = "Never";
   } else if (restart != "Never" && restart != "OnFailure") {
-    return usage(fmt::format("{}: restartPolicy {} is not allowed in a Job; use Never (or OnFailure)", source, restart));
+    return usage(
+        fmt::format("{}: restartPolicy {} is not allowed in a Job; use Never (or OnFailure)", source, restart));
   }
   return {};
 }
@@ -177,7 +179,8 @@ void default_lifetime(json& job_spec, const SubmitSpec& spec, BuiltJob& built) {
     job_spec["backoffLimit"] = *spec.backoff_limit;
   } else if (!job_spec.contains("backoffLimit") && !job_spec.contains("backoffLimitPerIndex")) {
     job_spec["backoffLimit"] = kDefaultBackoffLimit;
-    built.notes.push_back(fmt::format("backoffLimit {}: a failing pod is retried {} times", kDefaultBackoffLimit, kDefaultBackoffLimit));
+    built.notes.push_back(
+        fmt::format("backoffLimit {}: a failing pod is retried {} times", kDefaultBackoffLimit, kDefaultBackoffLimit));
   }
   if (spec.active_deadline_seconds) job_spec["activeDeadlineSeconds"] = *spec.active_deadline_seconds;
   if (spec.ttl_disabled) {
@@ -186,8 +189,9 @@ void default_lifetime(json& job_spec, const SubmitSpec& spec, BuiltJob& built) {
     job_spec["ttlSecondsAfterFinished"] = *spec.ttl_seconds;
   } else if (!job_spec.contains("ttlSecondsAfterFinished")) {
     job_spec["ttlSecondsAfterFinished"] = kDefaultTtlAfterFinishedSeconds;
-    built.notes.push_back(fmt::format("ttlSecondsAfterFinished {}: the job and its pods are deleted {} after it finishes",
-                                      kDefaultTtlAfterFinishedSeconds, human_seconds(kDefaultTtlAfterFinishedSeconds)));
+    built.notes.push_back(
+        fmt::format("ttlSecondsAfterFinished {}: the job and its pods are deleted {} after it finishes",
+                    kDefaultTtlAfterFinishedSeconds, human_seconds(kDefaultTtlAfterFinishedSeconds)));
   }
 }
 
@@ -197,13 +201,16 @@ void default_pod_failure_policy(json& job_spec, const json& pod_spec, const Subm
   if (spec.count_disruptions || job_spec.contains("podFailurePolicy")) return;
   if (kube::string_field(pod_spec, "restartPolicy") == "Never") {
     job_spec["podFailurePolicy"] = {
-        {"rules", json::array({{{"action", "Ignore"},
-                                {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
-    built.notes.push_back("podFailurePolicy: pods lost to a drain, preemption or eviction are replaced without counting "
-                          "against backoffLimit");
+        {"rules",
+         json::array({{{"action", "Ignore"},
+                       {"onPodConditions", json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}})}}})}};
+    built.notes.push_back(
+        "podFailurePolicy: pods lost to a drain, preemption or eviction are replaced without counting "
+        "against backoffLimit");
   } else {
-    built.warnings.push_back("restartPolicy OnFailure: a podFailurePolicy needs Never, so evictions and preemptions count "
-                             "against backoffLimit");
+    built.warnings.push_back(
+        "restartPolicy OnFailure: a podFailurePolicy needs Never, so evictions and preemptions count "
+        "against backoffLimit");
   }
 }
 
@@ -224,7 +231,8 @@ Result<void> select_gpu_type(json& pod_spec, const SubmitSpec& spec, const GpuPl
   } else {
     add_node_affinity(pod_spec, placement.selector);
   }
-  built.notes.push_back(fmt::format("runs on {} nodes only ({})", spec.gpu_type, describe_selector(placement.selector)));
+  built.notes.push_back(
+      fmt::format("runs on {} nodes only ({})", spec.gpu_type, describe_selector(placement.selector)));
   return {};
 }
 
@@ -252,7 +260,8 @@ void add_colocation(json& pod_spec, const SubmitSpec& spec) {
 
 // Everything both modes share: the defaults, the placement and the flags that override. The
 // steps run in this order so that notes and warnings read in it too.
-Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlacement& placement, std::string_view source) {
+Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlacement& placement,
+                                std::string_view source) {
   BuiltJob built;
   json& metadata = object_at(job, "metadata");
   json& job_spec = object_at(job, "spec");
@@ -264,8 +273,9 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
   }
   GPUCTL_TRY_ASSIGN(bool any_gpu, equalise_gpu_resources(pod_spec["containers"], source));
   if (!any_gpu) {
-    built.warnings.push_back("the job requests no GPUs: its pods get none (no NVIDIA devices in the container) and may "
-                             "land on any node; give --gpus N or set resources.limits of nvidia.com/gpu");
+    built.warnings.push_back(
+        "the job requests no GPUs: its pods get none (no NVIDIA devices in the container) and may "
+        "land on any node; give --gpus N or set resources.limits of nvidia.com/gpu");
   }
   GPUCTL_TRY(default_restart_policy(pod_spec, source));
   add_labels_and_annotations(metadata, tmpl, spec);
@@ -282,12 +292,14 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
 }  // namespace
 
 std::string requested_gpu_resource(const json& job) {
-  json pod = {{"spec", job.contains("spec") && job["spec"].contains("template") && job["spec"]["template"].contains("spec")
-                           ? job["spec"]["template"]["spec"]
-                           : json::object()}};
+  json pod = {
+      {"spec", job.contains("spec") && job["spec"].contains("template") && job["spec"]["template"].contains("spec")
+                   ? job["spec"]["template"]["spec"]
+                   : json::object()}};
   // Limits alone count as requests here, as the API server's defaulting makes them.
   auto requests = kube::pod_requests(pod);
-  if (requests.count(std::string(kGpuResource)) && !requests.at(std::string(kGpuResource)).is_zero()) return std::string(kGpuResource);
+  if (requests.count(std::string(kGpuResource)) && !requests.at(std::string(kGpuResource)).is_zero())
+    return std::string(kGpuResource);
   for (const auto& [name, q] : requests) {
     if (name.starts_with(kNvidiaResourcePrefix) && !q.is_zero()) return name;
   }
@@ -310,8 +322,10 @@ Result<void> check_manifest(const json& manifest, std::string_view source) {
                              api_version.empty() ? "(no apiVersion)" : api_version, kind.empty() ? "(no kind)" : kind));
   }
   // A wrongly typed field is the manifest's mistake (exit 2), named before anything reads it.
-  if (auto problem = kube::job_shape_problem(manifest); !problem.empty()) return usage(fmt::format("{}: {}", source, problem));
-  if (auto checked = check_manifest_values(manifest); !checked) return usage(fmt::format("{}: {}", source, checked.error().message));
+  if (auto problem = kube::job_shape_problem(manifest); !problem.empty())
+    return usage(fmt::format("{}: {}", source, problem));
+  if (auto checked = check_manifest_values(manifest); !checked)
+    return usage(fmt::format("{}: {}", source, checked.error().message));
   return {};
 }
 
@@ -322,11 +336,13 @@ Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPl
   std::string name = kube::string_field(metadata, "name");
   if (!spec.name.empty()) {
     if (!name.empty() && name != spec.name) {
-      return usage(fmt::format("{}: the manifest names the job {:?} but the command line says {:?}; drop one", source, name, spec.name));
+      return usage(fmt::format("{}: the manifest names the job {:?} but the command line says {:?}; drop one", source,
+                               name, spec.name));
     }
     metadata["name"] = spec.name;
   } else if (name.empty() && kube::string_field(metadata, "generateName").empty()) {
-    return usage(fmt::format("{}: metadata.name is missing; name the job in the manifest or on the command line", source));
+    return usage(
+        fmt::format("{}: metadata.name is missing; name the job in the manifest or on the command line", source));
   }
   std::string manifest_ns = kube::string_field(metadata, "namespace");
   if (!manifest_ns.empty() && manifest_ns != namespace_name) {

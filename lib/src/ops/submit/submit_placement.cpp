@@ -16,7 +16,8 @@ namespace {
 std::string squash(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
 }
@@ -146,7 +147,8 @@ std::vector<std::pair<kube::Taint, bool>> pool_taints_of(const std::vector<const
 
 }  // namespace
 
-GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type, std::string_view resource) {
+GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type,
+                                  std::string_view resource) {
   GpuPlacement p;
   p.resource = std::string(resource);
   p.gpu_type = std::string(gpu_type);

@@ -13,7 +13,8 @@ namespace gpuctl::ops {
 using json = nlohmann::json;
 
 Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const json& manifest,
-                                   const std::string& namespace_name, bool explicit_namespace, std::string_view source) {
+                                   const std::string& namespace_name, bool explicit_namespace,
+                                   std::string_view source) {
   GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes()));
   std::string resource = spec.from_manifest ? requested_gpu_resource(manifest) : spec.gpu_resource;
   if (resource.empty()) resource = std::string(kGpuResource);

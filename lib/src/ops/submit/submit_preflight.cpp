@@ -8,8 +8,8 @@
 
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
-#include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
 #include "submit_preflight_internal.hpp"
 
 namespace gpuctl::ops {
@@ -70,7 +70,7 @@ std::string_view to_string(FindingSeverity severity) {
 
 const std::vector<PreflightCheck>& preflight_checks() {
   static const std::vector<PreflightCheck> checks = {
-      {"gpu-capacity", &check_gpu_capacity}, {"gpu-free-now", &check_gpu_free_now}, {"quota", &check_quota},
+      {"gpu-capacity", &check_gpu_capacity}, {"gpu-free-now", &check_gpu_free_now},  {"quota", &check_quota},
       {"limit-range", &check_limit_range},   {"volume-claim", &check_volume_claims},
   };
   return checks;
@@ -90,7 +90,8 @@ bool has_refusal(const std::vector<PreflightFinding>& findings) {
                      [](const auto& f) { return f.severity == FindingSeverity::refusal; });
 }
 
-Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job, const std::vector<json>* known_nodes) {
+Result<PreflightInput> collect_preflight_input(kube::Client& client, const json& job,
+                                               const std::vector<json>* known_nodes) {
   PreflightInput input;
   input.job = job;
   const std::string ns = job_namespace(job);
@@ -120,7 +121,8 @@ Result<PreflightInput> collect_preflight_input(kube::Client& client, const json&
   std::set<std::string> claim_names;
   if (const json& volumes = field(pod_spec(job), "volumes"); volumes.is_array()) {
     for (const auto& v : volumes) {
-      if (auto name = string_field(field(v, "persistentVolumeClaim"), "claimName"); !name.empty()) claim_names.insert(name);
+      if (auto name = string_field(field(v, "persistentVolumeClaim"), "claimName"); !name.empty())
+        claim_names.insert(name);
     }
   }
   std::set<std::string> class_names;
@@ -183,8 +185,7 @@ json to_json(const std::vector<PreflightFinding>& findings) {
   for (const auto& f : findings) {
     list.push_back({{"check", f.check}, {"severity", std::string(to_string(f.severity))}, {"message", f.message}});
   }
-  return schema_document("PreflightReport", {{"refused", has_refusal(findings)},
-              {"findings", std::move(list)}});
+  return schema_document("PreflightReport", {{"refused", has_refusal(findings)}, {"findings", std::move(list)}});
 }
 
 }  // namespace gpuctl::ops

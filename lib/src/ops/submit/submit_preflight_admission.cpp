@@ -47,7 +47,8 @@ bool cross_namespace_affinity(const json& spec) {
   const json& affinity = field(spec, "affinity");
   for (const char* kind : {"podAffinity", "podAntiAffinity"}) {
     const json& a = field(affinity, kind);
-    for (const char* when : {"requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"}) {
+    for (const char* when :
+         {"requiredDuringSchedulingIgnoredDuringExecution", "preferredDuringSchedulingIgnoredDuringExecution"}) {
       const json& terms = field(a, when);
       if (!terms.is_array()) continue;
       for (const auto& t : terms) {
@@ -124,7 +125,8 @@ bool is_extended(const std::string& resource) {
 
 // The quota keys a pod's request of `resource` is counted under.
 std::vector<std::string> quota_keys(const std::string& resource) {
-  if (resource == "cpu" || resource == "memory" || resource == "ephemeral-storage") return {resource, "requests." + resource};
+  if (resource == "cpu" || resource == "memory" || resource == "ephemeral-storage")
+    return {resource, "requests." + resource};
   if (resource.starts_with("hugepages-") || is_extended(resource)) return {"requests." + resource};
   return {};
 }
@@ -205,14 +207,16 @@ void check_containers(const LimitItem& item, const json& spec, const std::string
         const Quantity limit = l != limits.end() ? l->second : q->second;
         const Quantity request = q != requests.end() ? q->second : l->second;
         if (auto m = item.max.find(r); m != item.max.end() && limit > m->second) {
-          out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per container, container "
-                                                         "\"{}\" asks for {}; {}",
-                                                         name, m->second.to_string(), r, cname, limit.to_string(), kRefused)));
+          out.push_back(
+              refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per container, container "
+                                               "\"{}\" asks for {}; {}",
+                                               name, m->second.to_string(), r, cname, limit.to_string(), kRefused)));
         }
         if (auto m = item.min.find(r); m != item.min.end() && request < m->second) {
-          out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per container, container "
-                                                         "\"{}\" asks for {}; {}",
-                                                         name, m->second.to_string(), r, cname, request.to_string(), kRefused)));
+          out.push_back(
+              refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per container, container "
+                                               "\"{}\" asks for {}; {}",
+                                               name, m->second.to_string(), r, cname, request.to_string(), kRefused)));
         }
       }
     }
@@ -237,14 +241,16 @@ void check_pod(const LimitItem& item, const ResourceList& pod_total, const std::
       continue;
     }
     if (mx != item.max.end() && total->second > mx->second) {
-      out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per pod, each pod of this job "
-                                                     "asks for {}; {}",
-                                                     name, mx->second.to_string(), r, total->second.to_string(), kRefused)));
+      out.push_back(
+          refusal(kLimitRange, fmt::format("LimitRange {} allows at most {} {} per pod, each pod of this job "
+                                           "asks for {}; {}",
+                                           name, mx->second.to_string(), r, total->second.to_string(), kRefused)));
     }
     if (mn != item.min.end() && total->second < mn->second) {
-      out.push_back(refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per pod, each pod of this job "
-                                                     "asks for {}; {}",
-                                                     name, mn->second.to_string(), r, total->second.to_string(), kRefused)));
+      out.push_back(
+          refusal(kLimitRange, fmt::format("LimitRange {} requires at least {} {} per pod, each pod of this job "
+                                           "asks for {}; {}",
+                                           name, mn->second.to_string(), r, total->second.to_string(), kRefused)));
     }
   }
 }
@@ -296,14 +302,16 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
       }
       const Quantity left = h->second - u->second;
       if (each > left) {
-        out.push_back(refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
-                                                  "the API server would refuse its pods",
-                                                  name, h->second.to_string(), key, u->second.to_string(), each.to_string())));
+        out.push_back(
+            refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
+                                        "the API server would refuse its pods",
+                                        name, h->second.to_string(), key, u->second.to_string(), each.to_string())));
       } else if (pods > 1 && times(each, pods) > left) {
-        out.push_back(refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, the job's {} pods ask for {} each ({}): "
-                                                  "only {} of them would be admitted",
-                                                  name, h->second.to_string(), key, u->second.to_string(), pods,
-                                                  each.to_string(), times(each, pods).to_string(), how_many_fit(left, each))));
+        out.push_back(
+            refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, the job's {} pods ask for {} each ({}): "
+                                        "only {} of them would be admitted",
+                                        name, h->second.to_string(), key, u->second.to_string(), pods, each.to_string(),
+                                        times(each, pods).to_string(), how_many_fit(left, each))));
       }
     }
   }

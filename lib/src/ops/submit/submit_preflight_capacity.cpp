@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
-#include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/kube/quantity.hpp"
+#include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "submit_preflight_internal.hpp"
@@ -28,7 +28,8 @@ std::int64_t allocatable(const json& node, const std::string& resource) {
 }
 
 bool fits(const json& node, const Requests& requests) {
-  return std::all_of(requests.begin(), requests.end(), [&](const auto& r) { return allocatable(node, r.first) >= r.second; });
+  return std::all_of(requests.begin(), requests.end(),
+                     [&](const auto& r) { return allocatable(node, r.first) >= r.second; });
 }
 
 // How the message names the nodes the pod may land on.
@@ -61,7 +62,8 @@ PlacementWords placement_words(const json& spec) {
       product = field(exprs[0], "values")[0].get<std::string>();
     }
   }
-  if (!product.empty() && string_field(spec, "nodeName").empty()) return {"with product " + product + " ", "of that product", true};
+  if (!product.empty() && string_field(spec, "nodeName").empty())
+    return {"with product " + product + " ", "of that product", true};
   bool mentions_product = false;
   std::string described = kube::describe_placement(spec);
   for (auto key : keys) mentions_product = mentions_product || described.find(key) != std::string::npos;
@@ -128,13 +130,16 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
   const PlacementWords words = placement_words(spec);
   if (matching == 0) {
     if (!kube::has_placement_constraints(spec)) {
-      return {refusal(kCapacity, fmt::format("the cluster has no nodes to run pods asking for {}", requested_amounts(requests)))};
+      return {refusal(kCapacity,
+                      fmt::format("the cluster has no nodes to run pods asking for {}", requested_amounts(requests)))};
     }
-    std::string message = fmt::format("no node matches the job's placement {} (0 of {})", kube::describe_placement(spec),
-                                      count_of(static_cast<std::int64_t>(input.nodes.size()), "node", "nodes"));
+    std::string message =
+        fmt::format("no node matches the job's placement {} (0 of {})", kube::describe_placement(spec),
+                    count_of(static_cast<std::int64_t>(input.nodes.size()), "node", "nodes"));
     if (words.names_product) {
       std::string products = products_on(input.nodes);
-      message += products.empty() ? "; no node carries a GPU product label" : "; GPU products on the nodes: " + products;
+      message +=
+          products.empty() ? "; no node carries a GPU product label" : "; GPU products on the nodes: " + products;
     }
     return {refusal(kCapacity, std::move(message))};
   }
@@ -144,10 +149,11 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
   std::string head = fmt::format("no schedulable node {}has {}", words.where, requested_amounts(requests));
   if (schedulable == 0) {
     if (matching == 1) {
-      return {refusal(kCapacity, fmt::format("{}: the only node {} is not schedulable ({})", head, words.of_those, excluded.front().first))};
+      return {refusal(kCapacity, fmt::format("{}: the only node {} is not schedulable ({})", head, words.of_those,
+                                             excluded.front().first))};
     }
-    return {refusal(kCapacity, fmt::format("{}: none of the {} nodes {} is schedulable ({})", head, matching, words.of_those,
-                                           join(reasons, ", ")))};
+    return {refusal(kCapacity, fmt::format("{}: none of the {} nodes {} is schedulable ({})", head, matching,
+                                           words.of_those, join(reasons, ", ")))};
   }
   std::string biggest;
   if (requests.size() == 1) {
@@ -157,7 +163,8 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
     for (const auto& [name, n] : requests) parts.push_back(amount(largest[name], name));
     biggest = "the largest offer " + join(parts, ", ");
   }
-  std::string counts = fmt::format("{} {}, {} schedulable", count_of(matching, "node", "nodes"), words.of_those, schedulable);
+  std::string counts =
+      fmt::format("{} {}, {} schedulable", count_of(matching, "node", "nodes"), words.of_those, schedulable);
   if (!reasons.empty()) counts += "; " + join(reasons, ", ");
   return {refusal(kCapacity, fmt::format("{}: {} ({})", head, biggest, counts))};
 }

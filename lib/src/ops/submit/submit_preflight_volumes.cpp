@@ -45,26 +45,30 @@ std::optional<PreflightFinding> pending_verdict(const PreflightInput& input, con
                                              id, phase));
   }
   if (cls.empty()) {
-    return refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is Pending, not Bound, and has no storage class: "
-                                             "it waits for a matching PersistentVolume, and so would the pods",
-                                             id));
+    return refusal(kVolumeClaim,
+                   fmt::format("PersistentVolumeClaim {} is Pending, not Bound, and has no storage class: "
+                               "it waits for a matching PersistentVolume, and so would the pods",
+                               id));
   }
   if (auto it = input.storage_classes.find(cls); it != input.storage_classes.end()) {
     std::string mode = string_field(it->second, "volumeBindingMode");
     if (mode == "WaitForFirstConsumer") return std::nullopt;  // binds once a pod is scheduled
-    return refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is Pending, not Bound (storage class {} binds {}): "
-                                             "the pods would wait until it binds",
-                                             id, cls, mode.empty() ? "Immediate" : mode));
+    return refusal(kVolumeClaim,
+                   fmt::format("PersistentVolumeClaim {} is Pending, not Bound (storage class {} binds {}): "
+                               "the pods would wait until it binds",
+                               id, cls, mode.empty() ? "Immediate" : mode));
   }
   if (input.unreadable_storage_classes.contains(cls)) {
-    return warning(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is Pending and its storage class {} could not be "
-                                             "read: the pods start only once it binds (at scheduling if the class is "
-                                             "WaitForFirstConsumer)",
-                                             id, cls));
+    return warning(kVolumeClaim,
+                   fmt::format("PersistentVolumeClaim {} is Pending and its storage class {} could not be "
+                               "read: the pods start only once it binds (at scheduling if the class is "
+                               "WaitForFirstConsumer)",
+                               id, cls));
   }
-  return refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is Pending and its storage class {} does not exist: "
-                                           "it will never bind",
-                                           id, cls));
+  return refusal(kVolumeClaim,
+                 fmt::format("PersistentVolumeClaim {} is Pending and its storage class {} does not exist: "
+                             "it will never bind",
+                             id, cls));
 }
 
 }  // namespace
@@ -82,14 +86,16 @@ std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input) {
     const std::string id = ns + "/" + claim_name;
     auto it = input.claims.find(claim_name);
     if (it == input.claims.end()) {
-      out.push_back(refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} (volume \"{}\") does not exist: the pods "
-                                                      "would never start; create it first or fix --volume",
-                                                      id, string_field(v, "name"))));
+      out.push_back(
+          refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} (volume \"{}\") does not exist: the pods "
+                                            "would never start; create it first or fix --volume",
+                                            id, string_field(v, "name"))));
       continue;
     }
     const json& claim = it->second;
     if (!field(field(claim, "metadata"), "deletionTimestamp").is_null()) {
-      out.push_back(refusal(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is being deleted: the pods would never start", id)));
+      out.push_back(refusal(kVolumeClaim,
+                            fmt::format("PersistentVolumeClaim {} is being deleted: the pods would never start", id)));
       continue;
     }
     std::string phase = string_field(field(claim, "status"), "phase");
@@ -111,14 +117,16 @@ std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input) {
       std::string node = string_field(field(pod, "spec"), "nodeName");
       std::string pod_id = ns + "/" + kube::name_of(pod);
       if (once_pod) {
-        out.push_back(warning(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is ReadWriteOncePod and already used by pod "
-                                                        "{}: the job's pods wait until that pod ends",
-                                                        id, pod_id)));
+        out.push_back(
+            warning(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is ReadWriteOncePod and already used by pod "
+                                              "{}: the job's pods wait until that pod ends",
+                                              id, pod_id)));
       } else {
-        out.push_back(warning(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is ReadWriteOnce and already mounted by pod "
-                                                        "{} on node {}: pods of this job placed on another node cannot "
-                                                        "attach it",
-                                                        id, pod_id, node.empty() ? "(unbound)" : node)));
+        out.push_back(
+            warning(kVolumeClaim, fmt::format("PersistentVolumeClaim {} is ReadWriteOnce and already mounted by pod "
+                                              "{} on node {}: pods of this job placed on another node cannot "
+                                              "attach it",
+                                              id, pod_id, node.empty() ? "(unbound)" : node)));
       }
       break;
     }

@@ -23,8 +23,10 @@ Result<json> send_job(kube::Client& client, const json& job, bool server_dry_run
   if (!created) {
     Error e = created.error();
     if (e.is_already_exists()) {
-      e.message = fmt::format("job {}/{} already exists; pick another name, or delete it first (gpuctl jobs clean, or "
-                              "kubectl delete job {} -n {})", ns, name, name, ns);
+      e.message = fmt::format(
+          "job {}/{} already exists; pick another name, or delete it first (gpuctl jobs clean, or "
+          "kubectl delete job {} -n {})",
+          ns, name, name, ns);
     } else {
       e = e.with_context(fmt::format("the API server refused job {}/{}", ns, name));
     }

@@ -19,10 +19,10 @@ struct QuotaDenialItem {
 };
 
 enum class AdmissionDenialKind {
-  quota_exceeded,       // "exceeded quota: Q, requested: ..., used: ..., limited: ..."
-  quota_status_unknown, // "status unknown for quota: Q, resources: ..." (controller has not counted yet)
-  quota_must_specify,   // "failed quota: Q: must specify cpu,memory"
-  limit_range,          // "maximum nvidia.com/gpu usage per Container is 4, but limit is 8"
+  quota_exceeded,        // "exceeded quota: Q, requested: ..., used: ..., limited: ..."
+  quota_status_unknown,  // "status unknown for quota: Q, resources: ..." (controller has not counted yet)
+  quota_must_specify,    // "failed quota: Q: must specify cpu,memory"
+  limit_range,           // "maximum nvidia.com/gpu usage per Container is 4, but limit is 8"
 };
 
 struct AdmissionDenial {

@@ -62,12 +62,15 @@ struct PodFacts {
 };
 
 // One filter: nullopt lets the pod through to the next filter; a verdict ends the chain.
-using PodFilter = std::optional<PodVerdict> (*)(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+using PodFilter = std::optional<PodVerdict> (*)(const nlohmann::json& pod, const DrainPolicy& policy,
+                                                const PodFacts& facts);
 
-std::optional<PodVerdict> filter_long_deleted(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_long_deleted(const nlohmann::json& pod, const DrainPolicy& policy,
+                                              const PodFacts& facts);
 std::optional<PodVerdict> filter_daemonset(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 std::optional<PodVerdict> filter_mirror(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
-std::optional<PodVerdict> filter_local_storage(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
+std::optional<PodVerdict> filter_local_storage(const nlohmann::json& pod, const DrainPolicy& policy,
+                                               const PodFacts& facts);
 std::optional<PodVerdict> filter_unmanaged(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 std::optional<PodVerdict> filter_non_gpu(const nlohmann::json& pod, const DrainPolicy& policy, const PodFacts& facts);
 
@@ -133,10 +136,10 @@ struct DrainPlan {
 };
 
 struct PlanInputs {
-  std::vector<nlohmann::json> nodes;                                   // the nodes to drain
-  std::vector<std::vector<nlohmann::json>> pods;                       // pods on each, same order
-  std::vector<nlohmann::json> pdbs;                                    // every PDB
-  std::optional<NodeInventory> inventory;                    // for room elsewhere; nullopt: not checked
+  std::vector<nlohmann::json> nodes;                                    // the nodes to drain
+  std::vector<std::vector<nlohmann::json>> pods;                        // pods on each, same order
+  std::vector<nlohmann::json> pdbs;                                     // every PDB
+  std::optional<NodeInventory> inventory;                               // for room elsewhere; nullopt: not checked
   std::vector<std::pair<std::string, std::string>> missing_daemonsets;  // (ns, name) that do not exist
 };
 
@@ -172,12 +175,12 @@ struct DrainProgress {
 struct DrainOptions {
   DrainPolicy policy;
   std::string pod_selector;
-  int grace_period_seconds = -1;          // -1: the pod's own terminationGracePeriodSeconds
-  std::chrono::milliseconds timeout{0};   // per node, evicting and waiting; 0: no limit
-  bool disable_eviction = false;          // DELETE instead of evict (skips PDBs)
-  CordonRequest cordon;                   // reason, by, at
-  std::chrono::milliseconds retry_delay{5000};  // after a 429, as kubectl
-  EvictionSlots* slots = nullptr;         // shared bound on evictions in flight; null: none
+  int grace_period_seconds = -1;                         // -1: the pod's own terminationGracePeriodSeconds
+  std::chrono::milliseconds timeout{0};                  // per node, evicting and waiting; 0: no limit
+  bool disable_eviction = false;                         // DELETE instead of evict (skips PDBs)
+  CordonRequest cordon;                                  // reason, by, at
+  std::chrono::milliseconds retry_delay{5000};           // after a 429, as kubectl
+  EvictionSlots* slots = nullptr;                        // shared bound on evictions in flight; null: none
   std::function<void(std::chrono::milliseconds)> sleep;  // tests; default sleeps
   std::function<void(const DrainProgress&)> on_progress;
   // Stops the drain as Ctrl-C does (util/cancel.hpp, always honoured): nothing new is started,

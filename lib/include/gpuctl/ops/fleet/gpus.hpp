@@ -32,7 +32,7 @@ struct NodeProbe {
   // host_key_mismatch, timed_out, ssh_missing, ssh_error, no_address), or an nvidia-smi
   // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...).
   std::string outcome;
-  std::string message;  // one line; empty when ok
+  std::string message;                       // one line; empty when ok
   std::optional<gpu::NodeGpuReport> report;  // when ssh worked and the probe ran
   int exit_code = -1;
   std::chrono::milliseconds duration{0};
@@ -105,9 +105,9 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
 struct LiveSummary {
   std::string outcome;  // as NodeProbe::outcome
   std::string message;
-  std::string driver_version;               // "" when not reported
+  std::string driver_version;                 // "" when not reported
   std::optional<double> utilization_percent;  // mean over the GPUs that reported it
-  std::int64_t memory_used_mib = 0;         // sums over the GPUs that reported memory
+  std::int64_t memory_used_mib = 0;           // sums over the GPUs that reported memory
   std::int64_t memory_total_mib = 0;
   int gpus_answered = 0;
 };

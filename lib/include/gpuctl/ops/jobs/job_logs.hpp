@@ -16,9 +16,9 @@ class Client;
 namespace gpuctl::ops {
 
 struct JobLogOptions {
-  std::string container;  // "" : the container named "main", else the pod's first container
-  std::function<bool(std::string_view)> on_chunk;        // log text; false stops the stream
-  std::function<void(const std::string&)> on_notice;     // "==> pod x on node y <==", "logs unavailable: ..."
+  std::string container;                              // "" : the container named "main", else the pod's first container
+  std::function<bool(std::string_view)> on_chunk;     // log text; false stops the stream
+  std::function<void(const std::string&)> on_notice;  // "==> pod x on node y <==", "logs unavailable: ..."
 };
 
 class JobLogFollower {

@@ -53,7 +53,8 @@ std::optional<SchedulingVerdict> parse_scheduling_message(std::string_view messa
 std::string explain_scheduling(const SchedulingVerdict& verdict);
 
 struct JobFailure {
-  std::string reason;            // the Job's Failed condition reason: BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy, ...
+  std::string
+      reason;  // the Job's Failed condition reason: BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy, ...
   std::string message;           // the condition's message
   std::optional<int> exit_code;  // the failed container's exit code (latest failed pod), when one terminated non-zero
   std::string pod, container;
@@ -77,7 +78,7 @@ struct JobSummary {
   std::string created_at, started_at, finished_at;  // RFC 3339, "" when unknown
   std::int64_t age_seconds = 0;
   std::optional<std::int64_t> duration_seconds;  // start to finish, or to now while running
-  std::string reason;  // plain words for pending, suspended and failed jobs, "" otherwise
+  std::string reason;                            // plain words for pending, suspended and failed jobs, "" otherwise
   std::optional<JobFailure> failure;
 };
 
@@ -87,21 +88,23 @@ bool job_requests_gpu(const nlohmann::json& job);
 // Pure: from the Job, its pods (label batch.kubernetes.io/job-name / controller-uid) and the
 // events about the job and its pods (other events are ignored, so a namespace's events may be
 // passed whole). `now` fixes ages and running durations.
-JobSummary summarize_job(const nlohmann::json& job, const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& events,
-                         util::TimePoint now);
+JobSummary summarize_job(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+                         const std::vector<nlohmann::json>& events, util::TimePoint now);
 
 // The label selector of a Job's pods: spec.selector.matchLabels, else job-name=<name>.
 std::string job_pod_selector(const nlohmann::json& job);
 
 // GETs the Job, lists its pods and the events about the Job, and summarizes. A Job that does not
 // exist is the API's NotFound error with a message naming the job.
-Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name, util::TimePoint now);
+Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
+                                     util::TimePoint now);
 
 struct JobWaitOptions {
   std::chrono::milliseconds timeout{0};  // 0: wait forever
   std::chrono::milliseconds poll_interval{1000};
-  std::function<void(const JobSummary&)> on_change;  // progress: called on the first summary and whenever phase or reason changes
-  std::function<bool()> cancelled;                   // checked between polls
+  std::function<void(const JobSummary&)>
+      on_change;                    // progress: called on the first summary and whenever phase or reason changes
+  std::function<bool()> cancelled;  // checked between polls
   // Called after every poll, before the finished check, so it sees the last state too
   // (gpuctl submit --follow streams the logs of newly started pods from here).
   std::function<void(const JobSummary&)> on_poll;
@@ -113,7 +116,8 @@ struct JobWaitOptions {
 // Returns the final summary once the Job is Complete or Failed (conditions, not counters);
 // Errc::timeout when the timeout passes first; Errc::cancelled when `cancelled` says so; the job's
 // NotFound error (with a clear message) if it does not exist or is deleted meanwhile.
-Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name, const JobWaitOptions& options);
+Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name,
+                                const JobWaitOptions& options);
 
 // One item of gpuctl's GPUJobList schema (see ops/jobs.hpp).
 nlohmann::json to_json(const JobSummary& summary);

@@ -19,7 +19,7 @@ namespace gpuctl::ops {
 struct JobListOptions {
   std::string namespace_name;  // ignored with all_namespaces
   bool all_namespaces = false;
-  std::string label_selector;       // on the Jobs
+  std::string label_selector;         // on the Jobs
   bool include_non_gpu_jobs = false;  // --all
 };
 
@@ -33,8 +33,8 @@ struct JobList {
 // Pure: summaries of `jobs`, each with the pods it owns (ownerReferences uid, else the job-name
 // label) and the events about it. Jobs whose template requests no nvidia.com/* resource are left
 // out unless include_non_gpu_jobs.
-JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vector<nlohmann::json>& pods, const std::vector<nlohmann::json>& events,
-                       bool include_non_gpu_jobs, util::TimePoint now);
+JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vector<nlohmann::json>& pods,
+                       const std::vector<nlohmann::json>& events, bool include_non_gpu_jobs, util::TimePoint now);
 
 // Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list.
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now);
@@ -65,19 +65,19 @@ struct CleanTarget {
 
 struct CleanPlan {
   std::vector<CleanTarget> remove;
-  std::vector<CleanTarget> keep;  // phase: the job's phase; reason: why it stays
+  std::vector<CleanTarget> keep;     // phase: the job's phase; reason: why it stays
   std::vector<std::string> skipped;  // jobs gpuctl could not read: never deleted, named, exit 1
 };
 
 // Pure: which of `jobs` go, in namespace/name order. Jobs that request no nvidia.com/* resource
 // are neither removed nor kept (left out) unless include_non_gpu_jobs.
-CleanPlan plan_job_clean(const std::vector<nlohmann::json>& jobs, std::chrono::milliseconds older_than, bool include_non_gpu_jobs,
-                         util::TimePoint now);
+CleanPlan plan_job_clean(const std::vector<nlohmann::json>& jobs, std::chrono::milliseconds older_than,
+                         bool include_non_gpu_jobs, util::TimePoint now);
 
 // Lists the Jobs in scope (namespace or all, label selector, GPU filter as in `gpuctl jobs`) and
 // plans their removal.
-Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope, std::chrono::milliseconds older_than,
-                                     util::TimePoint now);
+Result<CleanPlan> collect_clean_plan(kube::Client& client, const JobListOptions& scope,
+                                     std::chrono::milliseconds older_than, util::TimePoint now);
 
 // The DeleteOptions body sent for each Job: propagationPolicy Background (so its pods go too), a
 // uid precondition (so a new Job of the same name is never deleted by mistake), and with dry_run
@@ -99,7 +99,7 @@ struct CleanResult {
 
 // Deletes every target; a failed delete never stops the others. `on_done` is called after each.
 // options.dry_run sends dryRun=All.
-CleanResult delete_jobs(kube::Client& client, const std::vector<CleanTarget>& targets, const kube::WriteOptions& options,
-                        const std::function<void(const CleanOutcome&)>& on_done);
+CleanResult delete_jobs(kube::Client& client, const std::vector<CleanTarget>& targets,
+                        const kube::WriteOptions& options, const std::function<void(const CleanOutcome&)>& on_done);
 
 }  // namespace gpuctl::ops

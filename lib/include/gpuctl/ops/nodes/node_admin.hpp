@@ -14,8 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
-#include "gpuctl/ops/common/dry_run.hpp"
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/common/dry_run.hpp"
 
 namespace gpuctl::kube {
 class Client;
@@ -59,8 +59,8 @@ bool looks_like_label_spec(std::string_view text);  // contains '=' or ends in '
 // metadata.resourceVersion), or nothing when the node is already as asked.
 struct NodeEdit {
   bool changed = false;
-  std::string summary;  // "added dedicated=ml:NoSchedule", "already cordoned", ...
-  nlohmann::json patch;           // null when !changed
+  std::string summary;   // "added dedicated=ml:NoSchedule", "already cordoned", ...
+  nlohmann::json patch;  // null when !changed
 };
 using NodePlanner = std::function<Result<NodeEdit>(const nlohmann::json& node)>;
 
@@ -86,7 +86,7 @@ std::vector<std::string> pods_not_tolerating(const std::vector<nlohmann::json>& 
 // The non-terminal pods bound to each of these nodes: one list per node for a few nodes, one
 // cluster-wide list of bound pods for many (a fixed number of requests either way).
 Result<std::map<std::string, std::vector<nlohmann::json>>> pods_on_nodes(kube::Client& client,
-                                                               const std::vector<std::string>& nodes);
+                                                                         const std::vector<std::string>& nodes);
 
 // The pre-flight of adding taints: for NoSchedule, a warning naming the running pods that do not
 // tolerate it (they keep running); for NoExecute, those pods would be evicted: a warning when
@@ -95,8 +95,8 @@ struct TaintImpact {
   std::vector<std::string> warnings;
   std::vector<std::string> refusals;
 };
-TaintImpact taint_impact(const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node, const std::vector<TaintSpec>& specs,
-                         bool evict_allowed);
+TaintImpact taint_impact(const std::map<std::string, std::vector<nlohmann::json>>& pods_by_node,
+                         const std::vector<TaintSpec>& specs, bool evict_allowed);
 
 // ---- Applying edits ---------------------------------------------------------------------------
 
@@ -107,14 +107,13 @@ struct NodeChange {
   std::string node;
   ChangeOutcome outcome = ChangeOutcome::failed;
   std::string summary;
-  nlohmann::json patch;                  // what was (or, in a dry run, would be) sent; null if nothing
+  nlohmann::json patch;        // what was (or, in a dry run, would be) sent; null if nothing
   std::string path;            // where it goes (PATCH), for dry-run output
   std::string content_type;    // of the patch
   std::optional<Error> error;  // set when outcome is failed
-  nlohmann::json node_after;             // the node as the server returned it (or as read, if unchanged)
+  nlohmann::json node_after;   // the node as the server returned it (or as read, if unchanged)
   int conflicts = 0;           // 409s that made us read and plan again
 };
-
 
 struct ApplyOptions {
   DryRun dry_run = DryRun::none;

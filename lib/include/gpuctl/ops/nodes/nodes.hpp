@@ -41,11 +41,11 @@ struct NodeGpuInfo {
   std::string name;
   std::string readiness;  // Ready, NotReady or Unknown
   bool schedulable = true;
-  std::string product;        // "" when no label names it
-  std::string product_label;  // the label key the product came from
-  ResourceCount gpus;         // nvidia.com/gpu
+  std::string product;                         // "" when no label names it
+  std::string product_label;                   // the label key the product came from
+  ResourceCount gpus;                          // nvidia.com/gpu
   std::vector<ResourceCount> other_resources;  // every other nvidia.com/* resource (MIG, shared)
-  std::int64_t gpu_pods = 0;  // non-terminal pods requesting any nvidia.com/* resource
+  std::int64_t gpu_pods = 0;                   // non-terminal pods requesting any nvidia.com/* resource
   std::vector<kube::Taint> taints;
   std::optional<CordonRecord> cordon;
   std::string driver_version;  // from GPU Feature Discovery labels, "" when absent

@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
-#include "gpuctl/ops/common/dry_run.hpp"
 #include "gpuctl/ops/admission/admission_denial.hpp"
+#include "gpuctl/ops/common/dry_run.hpp"
 
 namespace gpuctl::kube {
 class Client;
@@ -39,9 +39,9 @@ inline constexpr std::string_view kManagedByValue = "gpuctl";
 
 // What a ResourceQuota spec.hard key means for an nvidia.com/* resource.
 struct GpuQuotaKey {
-  std::string key;       // as written: "requests.nvidia.com/gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu"
-  std::string resource;  // the resource it names: "nvidia.com/gpu"
-  bool enforced = false; // only the requests. form is
+  std::string key;        // as written: "requests.nvidia.com/gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu"
+  std::string resource;   // the resource it names: "nvidia.com/gpu"
+  bool enforced = false;  // only the requests. form is
 };
 // nullopt for keys that are not about an nvidia.com/* resource (cpu, pods, count/jobs.batch, ...).
 std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key);
@@ -81,7 +81,7 @@ struct QuotaResourceUsage {
 struct GpuQuota {
   std::string name;
   bool managed_by_gpuctl = false;
-  bool scoped = false;  // has spec.scopes or spec.scopeSelector: counts only some pods
+  bool scoped = false;                        // has spec.scopes or spec.scopeSelector: counts only some pods
   std::vector<QuotaResourceUsage> resources;  // requests.nvidia.com/gpu first, then by key
 };
 
@@ -132,7 +132,7 @@ struct QuotaViewInput {
   std::vector<nlohmann::json> pods;
   std::vector<nlohmann::json> events;
   std::vector<nlohmann::json> jobs;  // to drop held-back entries of jobs that are gone, finished or running
-  bool jobs_listed = true;  // false: `jobs` could not be read; Job entries are kept unfiltered
+  bool jobs_listed = true;           // false: `jobs` could not be read; Job entries are kept unfiltered
   // When set, these namespaces are always shown (-n NS), even with no GPU quota or usage.
   std::vector<std::string> always_show;
 };
@@ -162,7 +162,7 @@ nlohmann::json to_json(const GpuQuotaList& list);
 
 struct QuotaSpec {
   std::string namespace_name;
-  std::int64_t gpus = 0;                   // requests.nvidia.com/gpu
+  std::int64_t gpus = 0;                    // requests.nvidia.com/gpu
   std::optional<std::int64_t> max_per_pod;  // the LimitRange; nullopt: none wanted
   // Other resources ("nvidia.com/mig-1g.10gb", K): requests.<resource>: K each, sorted by name.
   std::vector<std::pair<std::string, std::int64_t>> resources;
@@ -216,8 +216,8 @@ struct ApplyResult {
 };
 
 struct SetResult {
-  std::vector<ApplyResult> objects;       // the quota, then the limit range when asked for
-  std::vector<std::string> warnings;      // below_use_warnings
+  std::vector<ApplyResult> objects;   // the quota, then the limit range when asked for
+  std::vector<std::string> warnings;  // below_use_warnings
 };
 
 // `gpuctl quota set`: read, plan, create or replace (retrying 409 Conflict after a fresh read).

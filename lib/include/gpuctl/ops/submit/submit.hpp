@@ -50,8 +50,8 @@ struct SubmitFlags {
   std::vector<std::string> env;      // K=V
   std::vector<std::string> volumes;  // CLAIM:/path[:ro]
   std::string backoff_limit;
-  std::string ttl_after_finished;    // a duration, or "none" to keep finished jobs
-  std::string active_deadline;       // a duration
+  std::string ttl_after_finished;  // a duration, or "none" to keep finished jobs
+  std::string active_deadline;     // a duration
   std::string priority_class;
   std::vector<std::string> labels;       // K=V
   std::vector<std::string> annotations;  // K=V
@@ -106,9 +106,9 @@ Result<void> check_manifest(const nlohmann::json& manifest, std::string_view sou
 // Where GPU jobs of a type may go, read from the nodes.
 struct GpuPlacement {
   std::string resource = "nvidia.com/gpu";
-  std::string gpu_type;                 // as asked; "" for any GPU node
-  std::vector<std::string> products;    // the products --gpu-type matched (label values)
-  bool type_found = true;               // false: no node carries the asked type
+  std::string gpu_type;                     // as asked; "" for any GPU node
+  std::vector<std::string> products;        // the products --gpu-type matched (label values)
+  bool type_found = true;                   // false: no node carries the asked type
   std::vector<std::string> known_products;  // every product in the cluster, for the error
   // label key -> values: one key and one value becomes a nodeSelector, anything else a required
   // node affinity with one term per key (nodes of one cluster may use several label schemes).
@@ -143,8 +143,7 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
 // from -n or the context; a manifest naming another namespace is an error unless -n names it.
 // `explicit_namespace` tells whether -n was given.
 Result<BuiltJob> complete_job(nlohmann::json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
-                              const std::string& namespace_name, bool explicit_namespace,
-                              std::string_view source);
+                              const std::string& namespace_name, bool explicit_namespace, std::string_view source);
 
 // Sends the Job with strict field validation (an unknown or misspelt field is an error, not
 // dropped). With `server_dry_run`, dryRun=All, and a Pod built from the template is dry-run too,

@@ -23,13 +23,15 @@ class Client;
 namespace gpuctl::ops {
 
 struct PreflightInput {
-  nlohmann::json job;                       // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity, tolerations, resources, volumes)
-  std::vector<nlohmann::json> nodes;        // every node
-  std::vector<nlohmann::json> pods;         // non-terminal pods bound to nodes, all namespaces (for free GPUs now)
-  std::vector<nlohmann::json> quotas;       // ResourceQuotas of the job's namespace
-  std::vector<nlohmann::json> limit_ranges; // LimitRanges of the job's namespace
-  std::map<std::string, nlohmann::json> claims;          // PVCs named by the template's volumes that exist, by name
-  std::map<std::string, nlohmann::json> storage_classes; // storage classes of those claims, by name (for WaitForFirstConsumer)
+  nlohmann::json job;  // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity,
+                       // tolerations, resources, volumes)
+  std::vector<nlohmann::json> nodes;             // every node
+  std::vector<nlohmann::json> pods;              // non-terminal pods bound to nodes, all namespaces (for free GPUs now)
+  std::vector<nlohmann::json> quotas;            // ResourceQuotas of the job's namespace
+  std::vector<nlohmann::json> limit_ranges;      // LimitRanges of the job's namespace
+  std::map<std::string, nlohmann::json> claims;  // PVCs named by the template's volumes that exist, by name
+  std::map<std::string, nlohmann::json>
+      storage_classes;  // storage classes of those claims, by name (for WaitForFirstConsumer)
   // Storage classes that exist or may exist but could not be read (403): no refusal rests on them.
   std::set<std::string> unreadable_storage_classes;
   // False when the cluster-wide pod list was forbidden: gpu-free-now and the claim-in-use
@@ -42,9 +44,10 @@ enum class FindingSeverity { refusal, warning };
 std::string_view to_string(FindingSeverity severity);
 
 struct PreflightFinding {
-  std::string check;        // "gpu-capacity", "gpu-free-now", "quota", "limit-range", "volume-claim"
+  std::string check;  // "gpu-capacity", "gpu-free-now", "quota", "limit-range", "volume-claim"
   FindingSeverity severity = FindingSeverity::refusal;
-  std::string message;      // one line with the numbers, e.g. `no schedulable node with product NVIDIA-H100-80GB-HBM3 has 16 GPUs: the largest has 8 (4 nodes of that product, 3 schedulable)`
+  std::string message;  // one line with the numbers, e.g. `no schedulable node with product NVIDIA-H100-80GB-HBM3 has
+                        // 16 GPUs: the largest has 8 (4 nodes of that product, 3 schedulable)`
 };
 
 struct PreflightCheck {
