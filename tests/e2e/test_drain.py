@@ -177,7 +177,7 @@ class DrainTest(h.TestCase):
         self.assertEqual(r.rc, 1, r.stdout + r.stderr)
         budget = "pdb %s/ddp-pdb allows 0 disruptions, needs 2 healthy, has 2" % ns
         self.assertIn(budget, r.stderr)
-        self.assertRegex(r.stdout, r"dr-s-3\s+timed-out")
+        self.assertRegex(r.stdout, r"dr-s-3\s+timed_out")
         self.assertIn(budget, r.stdout)
         self.assertIn("error: 1 node(s) not fully drained: dr-s-3", r.stderr)
         self.assertEqual(len(pods_on(node, ns)), 2)
@@ -263,8 +263,8 @@ class DrainTest(h.TestCase):
                      "--uncordon", "--grace-period", "0", "--timeout", "60s")
         self.assertEqual(r.rc, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"dr-r-0\s+failed\s+drained\s+\d+\s+failed: exited with code 1")
-        self.assertRegex(r.stdout, r"dr-r-1\s+not-started")
-        self.assertRegex(r.stdout, r"dr-r-2\s+not-started")
+        self.assertRegex(r.stdout, r"dr-r-1\s+not_started")
+        self.assertRegex(r.stdout, r"dr-r-2\s+not_started")
         self.assertTrue(node_obj("dr-r-0")["spec"].get("unschedulable"))
         self.assertFalse(node_obj("dr-r-1")["spec"].get("unschedulable"))
         for n in nodes:

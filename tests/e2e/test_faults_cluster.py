@@ -247,7 +247,7 @@ class ClusterFaultTest(h.TestCase):
         f.report("cut drain", rc=r.rc, seconds=round(r.elapsed, 1), table=r.stdout.strip().replace("\n", " | "))
         self.assertEqual(r.rc, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"%s\s+failed" % cut)
-        self.assertRegex(r.stdout, r"%s\s+not-started" % other)
+        self.assertRegex(r.stdout, r"%s\s+not_started" % other)
         f.one_line_error(self, r.stderr)
         self.assertTrue(f.cordon_state(cut)[0])
         self.assertEqual(f.live_pods(ns, cut), {})

@@ -262,7 +262,7 @@ class InterruptTest(h.TestCase):
         self.assertEqual(rc, 130, run.out + run.err)
         self.assertLess(took, STOP_WITHIN, run.err)
         self.assertRegex(run.out, first + r"\s+interrupted\s+drained\s+\d+\s+interrupted\s+-\s+-\s")
-        self.assertRegex(run.out, second + r"\s+not-started\s")
+        self.assertRegex(run.out, second + r"\s+not_started\s")
         self.assertIn("not started: interrupted by SIGINT", run.out)
         self.assertNotIn("never", run.out + run.err)
         self.assertNothingLeft(run, remembered=[command_pid, *sleepers])

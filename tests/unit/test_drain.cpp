@@ -364,6 +364,6 @@ TEST_CASE("drain and rolling results have one schema, built in lib", "[drain]") 
   CHECK(rolling["kind"] == "RollingMaintenanceResult");
   CHECK(rolling["items"][0]["rollingResult"] == "done");
   CHECK(rolling["items"][0]["uncordon"] == "uncordoned");
-  CHECK(rolling["items"][1]["rollingResult"] == "not-started");
-  CHECK(gpuctl::ops::rolling_result(waiting) == "not-started");
+  CHECK(rolling["items"][1]["rollingResult"] == "not_started");
+  CHECK(gpuctl::ops::rolling_result(waiting) == "not_started");
 }

@@ -26,7 +26,7 @@ std::string_view to_string(DrainOutcome outcome) {
   switch (outcome) {
     case DrainOutcome::drained: return "drained";
     case DrainOutcome::failed: return "failed";
-    case DrainOutcome::timed_out: return "timed-out";
+    case DrainOutcome::timed_out: return "timed_out";
     case DrainOutcome::interrupted: return "interrupted";
   }
   return "failed";

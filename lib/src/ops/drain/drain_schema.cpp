@@ -25,7 +25,7 @@ std::string missing_message(const NodeChange& m) { return m.error ? m.error->mes
 }  // namespace
 
 std::string_view rolling_result(const RollingResult& r) {
-  if (r.not_started) return "not-started";
+  if (r.not_started) return "not_started";
   if (r.ok) return "done";
   return r.interrupted ? "interrupted" : "failed";
 }

@@ -241,7 +241,7 @@ std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::
 
 // ---- Schemas (-o json|yaml) ---------------------------------------------------------------------
 
-// "not-started", "done", "interrupted" or "failed".
+// "not_started", "done", "interrupted" or "failed".
 std::string_view rolling_result(const RollingResult& r);
 // apiVersion gpuctl.io/v1alpha1, kind DrainResultList: one item per node drained, then one per
 // node that could not be read (result "failed", the reason in message).
