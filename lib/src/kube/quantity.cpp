@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpuctl/util/scan.hpp"
 #include "kube/quantity_internal.hpp"
 
 namespace gpuctl::kube {
@@ -33,7 +34,7 @@ constexpr U128 kBinaryCapNanos = static_cast<U128>(std::numeric_limits<std::int6
 constexpr std::string_view kSyntax = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 constexpr std::string_view kExamples = "for example 500m, 1.5Gi, 8 or 1e3";
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using util::is_digit;
 bool is_suffix_char(char c) { return std::string_view("eEinumkKMGTP").find(c) != std::string_view::npos; }
 
 // The text as it appears in error messages: quoted, control bytes escaped, long input cut.

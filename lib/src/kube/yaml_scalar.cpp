@@ -7,27 +7,16 @@
 #include <charconv>
 #include <cstdlib>
 
+#include "gpuctl/util/scan.hpp"
+
 namespace gpuctl::kube {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+using util::is_digit;
+using util::is_hex_digit;
+using util::one_of;
+using util::skip;
 bool is_sign(char c) { return c == '-' || c == '+'; }
-
-// Skips characters while `accept` holds; returns how many.
-template <class Accept>
-std::size_t skip(std::string_view s, std::size_t& i, Accept accept) {
-  std::size_t start = i;
-  while (i < s.size() && accept(s[i])) ++i;
-  return i - start;
-}
-
-bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
-  for (std::string_view w : words) {
-    if (s == w) return true;
-  }
-  return false;
-}
 
 // ~|null|Null|NULL|(empty)
 bool is_null_word(std::string_view s) { return one_of(s, {"", "~", "null", "Null", "NULL"}); }

@@ -6,27 +6,15 @@
 
 #include "gpuctl/kube/yaml_scalar.hpp"
 #include "gpuctl/util/nesting.hpp"
+#include "gpuctl/util/scan.hpp"
 
 namespace gpuctl::output {
 namespace {
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_hex_digit(char c) { return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-// Counts the characters from s[i] on that `accept` holds for, moving i past them.
-template <class Accept>
-std::size_t skip(std::string_view s, std::size_t& i, Accept accept) {
-  std::size_t start = i;
-  while (i < s.size() && accept(s[i])) ++i;
-  return i - start;
-}
-
-bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
-  for (std::string_view w : words) {
-    if (s == w) return true;
-  }
-  return false;
-}
+using util::is_digit;
+using util::is_hex_digit;
+using util::one_of;
+using util::skip;
 
 // 0x[0-9a-fA-F]+ | 0o[0-7]+
 bool is_hex_or_octal(std::string_view s) {

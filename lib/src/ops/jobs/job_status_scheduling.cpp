@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/ops/jobs/job_status.hpp"
+#include "gpuctl/util/scan.hpp"
 #include "gpuctl/util/strings.hpp"
 
 namespace gpuctl::ops {
@@ -16,7 +17,7 @@ constexpr std::string_view kAvailable = " nodes are available: ";
 constexpr std::string_view kPredicates = "No nodes are available that match all of the following predicates:";
 constexpr std::string_view kPreemption = ". preemption: ";
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+using util::is_digit;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
