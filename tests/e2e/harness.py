@@ -17,8 +17,11 @@ Typical use:
             h.create(h.gpu_pod("p", ns, node="x-0", gpus=1))
             rc, out, err = h.gpuctl("nodes", *h.ssh_flags())
 """
+import functools
 import json
+import mmap
 import os
+import resource
 import shlex
 import subprocess
 import sys
@@ -76,6 +79,32 @@ def gpuctl_bin():
     if not os.access(b, os.X_OK):
         raise HarnessError("GPUCTL_BIN=%s is not an executable" % b)
     return b
+
+
+@functools.lru_cache(maxsize=None)
+def gpuctl_is_sanitized():
+    """True for an AddressSanitizer build (the asan preset, scripts/test --asan)."""
+    with open(gpuctl_bin(), "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        return m.find(b"__asan_init") != -1
+
+
+def run_bounded(args, env, memory_bytes, timeout, input=None):
+    """Runs gpuctl with at most `memory_bytes` of memory; returns (rc, stdout, stderr).
+
+    A normal build gets an address-space limit (RLIMIT_AS). AddressSanitizer reserves terabytes
+    of address space at start and cannot run under one, so a sanitized build is bounded by its
+    resident memory instead (ASAN_OPTIONS hard_rss_limit_mb)."""
+    preexec = None
+    if gpuctl_is_sanitized():
+        asan = ":".join(x for x in (env.get("ASAN_OPTIONS", ""), "hard_rss_limit_mb=%d" % (memory_bytes >> 20)) if x)
+        env = dict(env, ASAN_OPTIONS=asan)
+    else:
+        def preexec():
+            resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    p = subprocess.run([gpuctl_bin(), *map(str, args)], env=env, preexec_fn=preexec, input=input,
+                       stdin=subprocess.DEVNULL if input is None else None,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
 
 
 class Result:

@@ -6,8 +6,6 @@ server never answers this way; each case asserts the exit code, a bounded run (a
 deadline and an address-space limit), the one-line error and what the server received."""
 import json
 import os
-import resource
-import subprocess
 import tempfile
 import time
 import unittest
@@ -22,13 +20,9 @@ SECRETS = ("SECRETPW", "PROXYPW", "SECRET-TOKEN")
 
 
 def bounded(kubeconfig, *args, timeout=DEADLINE_S):
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
     env["KUBECONFIG"] = str(kubeconfig)
-    p = subprocess.run([h.gpuctl_bin(), *map(str, args)], env=env, preexec_fn=limit, stdin=subprocess.DEVNULL,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
+    return h.run_bounded(args, env, MEMORY_LIMIT, timeout)
 
 
 def one_error_line(test, err):

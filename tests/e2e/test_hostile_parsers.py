@@ -7,8 +7,6 @@ machine), the one-line error, and that nothing was written where nothing belongs
 The recursion and regex crashes these guard against were SIGSEGVs: a negative return code."""
 import json
 import os
-import resource
-import subprocess
 import tempfile
 
 import yaml
@@ -36,13 +34,9 @@ ONE_NODE = "kubernetes.io/hostname=hp-ok-0"
 
 
 def bounded(kubeconfig, *args, timeout=DEADLINE_S, stdin=None):
-    """Runs gpuctl with an address-space limit; returns (rc, stdout, stderr)."""
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
+    """Runs gpuctl with a memory bound; returns (rc, stdout, stderr)."""
     env = dict(os.environ, KUBECONFIG=str(kubeconfig))
-    p = subprocess.run([h.gpuctl_bin(), *map(str, args)], env=env, preexec_fn=limit, input=stdin,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
+    return h.run_bounded(args, env, MEMORY_LIMIT, timeout, input=stdin)
 
 
 def one_error_line(test, err):

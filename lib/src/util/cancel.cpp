@@ -120,7 +120,8 @@ Error cancelled_error(std::string_view what) {
 void install_interrupt_handlers(std::string_view notice) {
   make_pipe();
   g_notice_size = std::min(notice.size(), sizeof g_notice);
-  std::memcpy(g_notice, notice.data(), g_notice_size);
+  // An empty notice may have no data at all (nullptr): memcpy from null is undefined even for 0 bytes.
+  if (g_notice_size > 0) std::memcpy(g_notice, notice.data(), g_notice_size);
   struct sigaction action{};
   action.sa_handler = &on_signal;
   sigemptyset(&action.sa_mask);
