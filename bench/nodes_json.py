@@ -24,8 +24,10 @@ class NodesJson:
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(cp.dir), "KUBECONFIG": str(cp.kubeconfig), "NO_COLOR": "1"}
         hdr = cp.pki / "curl-headers"
         hdr.write_text("Authorization: Bearer %s\nAccept: application/json\n" % cp.token)
+        # Not curl's own User-Agent: the apiserver pretty-prints JSON for curl/ and Wget/ agents,
+        # which would make curl read larger pages than gpuctl does.
         self.curl_base = ["curl", "-sS", "--fail", "--http2", "--compressed", "--cacert", str(cp.pki / "ca.crt"),
-                          "-H", "@" + str(hdr)]
+                          "-H", "@" + str(hdr), "-A", "gpuctl-bench"]
 
     # -- what gpuctl asks for --------------------------------------------------------------------
 
@@ -73,7 +75,7 @@ class NodesJson:
                 runs.append(check(run_measured(self.curl_base + ["-o", str(out), url], env=self.env), "curl " + url))
                 pages.append(out)
                 with open(out, "rb") as f:
-                    m = re.search(rb'"continue":"([^"]*)"', f.read(4096))
+                    m = re.search(rb'"continue":\s*"([^"]*)"', f.read(4096))
                 token, n = (m.group(1).decode() if m else None), n + 1
                 if not token:
                     break
@@ -125,15 +127,17 @@ class NodesJson:
             return "%s nodes -o json" % self.gpuctl
         if t == "kubectl":
             return " && ".join(" ".join("'%s'" % x if "!" in x else x for x in a) for a in self.kubectl_argvs())
-        return "curl -sS --fail --http2 --compressed --cacert CA -H @HEADERS URL (one per page, following continue): " + \
+        return "curl -sS --fail --http2 --compressed --cacert CA -H @HEADERS -A gpuctl-bench URL (one per page, " \
+            "following continue): " + \
             ", ".join(self.info["lists"])
 
     # -- correctness -----------------------------------------------------------------------------
 
     def correctness(self):
         """Every node of gpuctl's output: capacity, allocatable, used and free GPUs equal what the
-        raw curl pages say (used: the scheduler's rule over the pods bound to the node) and what
-        populate wrote."""
+        raw curl pages say (used: the scheduler's rule over the pods bound to the node; free:
+        allocatable - used, at least 0) and what populate wrote; and curl read as many pages as
+        gpuctl sent requests."""
         nodes, pods = [], []
         for page in self.curl_pages:
             doc = json.loads(page.read_bytes())
@@ -147,9 +151,12 @@ class NodesJson:
             cap = int(st.get("capacity", {}).get("nvidia.com/gpu", 0))
             alloc = int(st.get("allocatable", {}).get("nvidia.com/gpu", 0))
             u = used.get(n["metadata"]["name"], 0)
-            want[n["metadata"]["name"]] = {"capacity": cap, "allocatable": alloc, "used": u, "free": alloc - u}
+            # A GPU that fails under running pods leaves used above allocatable: free is then 0.
+            want[n["metadata"]["name"]] = {"capacity": cap, "allocatable": alloc, "used": u, "free": max(0, alloc - u)}
         got = {i["name"]: i["gpus"] for i in json.loads((self.work / "gpuctl.json").read_bytes())["items"]}
         errors = []
+        if len(self.curl_pages) != self.requests:
+            errors.append("curl read %d pages, gpuctl sent %d requests" % (len(self.curl_pages), self.requests))
         if set(got) != set(want):
             errors.append("gpuctl lists %d nodes, the API %d" % (len(got), len(want)))
         for name, w in want.items():
