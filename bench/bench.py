@@ -51,6 +51,8 @@ def parse_args(argv):
         ap.error("--sizes takes node counts such as 500,2000")
     if any(s < 1 for s in a.sizes) or a.sizes != sorted(set(a.sizes)) or a.reps < 1:
         ap.error("--sizes must be ascending positive node counts, --reps at least 1")
+    if not os.access("/usr/bin/time", os.X_OK):
+        ap.error("/usr/bin/time (GNU time, Debian package time) is missing: run scripts/install-deps.sh")
     if not os.access(a.gpuctl, os.X_OK):
         ap.error("no gpuctl binary at %s (scripts/build.sh builds build/gpuctl; or pass --gpuctl)" % a.gpuctl)
     a.scenario = a.scenario or list(SCENARIOS)

@@ -1,11 +1,18 @@
-"""Running one command as a measured child: wall time, peak RSS (the child's ru_maxrss from
-wait4), exit code, stderr. And the statistics the tables print."""
+"""Running one command as a measured child: wall time, peak RSS, exit code, stderr. And the
+statistics the tables print.
+
+The peak RSS comes from GNU time (`/usr/bin/time -f %M`), never from our own wait4: Linux keeps a
+process's RSS high-water mark across exec, so a child forked from this Python process (hundreds
+of MiB after populating) would report at least the parent's RSS. time is small, so what it
+reports of its child is the command's own."""
 import os
 import signal
 import statistics
 import subprocess
-import threading
+import tempfile
 import time
+
+TIME = "/usr/bin/time"
 
 
 class RunFailed(Exception):
@@ -14,39 +21,24 @@ class RunFailed(Exception):
 
 def run_measured(argv, stdout_path=None, timeout=900, env=None):
     """Returns {"wall_s", "rss_kib", "rc", "stderr"}; stdout goes to stdout_path (or nowhere)."""
-    out = open(stdout_path, "wb") if stdout_path else subprocess.DEVNULL
-    try:
+    with tempfile.NamedTemporaryFile("r", prefix="gpuctl-bench-rss.") as rss, \
+            (open(stdout_path, "wb") if stdout_path else open("/dev/null", "wb")) as out:
         t0 = time.perf_counter()
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.PIPE, env=env)
-        chunks = []
-        reader = threading.Thread(target=lambda: chunks.append(p.stderr.read()), daemon=True)
-        reader.start()
-        timer = threading.Timer(timeout, lambda: _kill(p))
-        timer.start()
+        p = subprocess.Popen([TIME, "-f", "%M", "-o", rss.name, *argv], stdin=subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.PIPE, env=env, start_new_session=True)
         try:
-            _, status, usage = os.wait4(p.pid, 0)
-        except BaseException:
-            _kill(p)
+            _, err = p.communicate(timeout=timeout)
+        except BaseException:  # a timeout, Ctrl-C: time and the command with it
+            os.killpg(p.pid, signal.SIGKILL)
             p.wait()
             raise
-        finally:
-            timer.cancel()
         wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status)
-        reader.join(10)
-        p.stderr.close()
-    finally:
-        if stdout_path:
-            out.close()
-    return {"wall_s": wall, "rss_kib": usage.ru_maxrss, "rc": p.returncode,
-            "stderr": (chunks[0] if chunks else b"").decode(errors="replace")}
-
-
-def _kill(p):
+        lines = rss.read().split()
     try:
-        p.send_signal(signal.SIGKILL)
-    except OSError:
-        pass
+        rss_kib = int(lines[-1])
+    except (IndexError, ValueError):
+        raise RunFailed("%s reported no peak RSS for %s (exit %s)" % (TIME, argv[0], p.returncode))
+    return {"wall_s": wall, "rss_kib": rss_kib, "rc": p.returncode, "stderr": err.decode(errors="replace")}
 
 
 def check(res, what):
