@@ -3,13 +3,9 @@
 namespace gpuctl::ops {
 
 nlohmann::json schema_document(std::string_view kind, nlohmann::json fields) {
-  nlohmann::json doc = nlohmann::json::object();
-  doc["apiVersion"] = kSchemaApiVersion;
-  doc["kind"] = kind;
-  if (fields.is_object()) {
-    for (auto& [key, value] : fields.items()) doc[key] = std::move(value);
-  }
-  return doc;
+  fields["apiVersion"] = kSchemaApiVersion;
+  fields["kind"] = kind;
+  return fields;
 }
 
 }  // namespace gpuctl::ops

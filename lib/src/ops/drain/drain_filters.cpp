@@ -34,7 +34,7 @@ json controller_of(const json& pod) {
 
 bool requests_gpus(const json& pod) {
   for (const auto& [name, q] : kube::pod_requests(pod)) {
-    if (name.starts_with(kNvidiaResourcePrefix)) return true;
+    if (is_nvidia_resource(name)) return true;
   }
   return false;
 }

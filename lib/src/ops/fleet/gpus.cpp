@@ -141,8 +141,7 @@ std::map<std::string, std::vector<GpuPod>> gpu_pods_by_node(const std::vector<js
     if (kube::pod_is_terminal(pod)) continue;
     GpuPod gp{kube::namespace_of(pod), kube::name_of(pod), {}};
     for (const auto& [resource, quantity] : kube::pod_requests(pod)) {
-      if (resource.starts_with(kNvidiaResourcePrefix) && quantity.value() > 0)
-        gp.resources[resource] = quantity.value();
+      if (is_nvidia_resource(resource) && quantity.value() > 0) gp.resources[resource] = quantity.value();
     }
     if (!gp.resources.empty()) pods_by_node[kube::string_field(kube::field(pod, "spec"), "nodeName")].push_back(gp);
   }

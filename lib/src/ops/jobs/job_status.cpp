@@ -143,7 +143,7 @@ std::string_view to_string(JobPhase phase) {
 bool job_requests_gpu(const json& job) {
   if (!job.contains("/spec/template"_json_pointer)) return false;
   for (const auto& [resource, quantity] : kube::pod_requests(job.at("/spec/template"_json_pointer))) {
-    if (resource.starts_with(kNvidiaResourcePrefix) && !quantity.is_zero()) return true;
+    if (is_nvidia_resource(resource) && !quantity.is_zero()) return true;
   }
   return false;
 }

@@ -65,13 +65,17 @@ NodeChange apply_node_edit(kube::Client& client, const json& node, const NodePla
         }
         GPUCTL_TRY_ASSIGN(NodeEdit edit, planner(current));
         change.summary = edit.summary;
-        if (!edit.changed || options.dry_run == DryRun::client) {
-          change.outcome = edit.changed ? ChangeOutcome::changed : ChangeOutcome::unchanged;
-          if (edit.changed) change.patch = edit.patch;
+        if (!edit.changed) {
+          change.outcome = ChangeOutcome::unchanged;
           change.node_after = current;
           return {};
         }
         change.patch = edit.patch;
+        if (options.dry_run == DryRun::client) {
+          change.outcome = ChangeOutcome::changed;
+          change.node_after = current;
+          return {};
+        }
         kube::WriteOptions write;
         write.dry_run = options.dry_run == DryRun::server;
         write.field_manager = options.field_manager;

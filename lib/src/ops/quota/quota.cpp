@@ -143,8 +143,7 @@ std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key) {
   } else if (resource.starts_with("limits.")) {
     resource.remove_prefix(std::string_view("limits.").size());
   }
-  if (!resource.starts_with(kNvidiaResourcePrefix) || resource.size() == kNvidiaResourcePrefix.size())
-    return std::nullopt;
+  if (!is_nvidia_resource(resource) || resource.size() == kNvidiaResourcePrefix.size()) return std::nullopt;
   k.resource = std::string(resource);
   return k;
 }
@@ -213,7 +212,7 @@ GpuQuotaList build_quota_view(const QuotaViewInput& input) {
       const json& max = field(l, "max");
       if (!max.is_object()) continue;
       for (const auto& [resource, value] : max.items()) {
-        if (!resource.starts_with(kNvidiaResourcePrefix)) continue;
+        if (!is_nvidia_resource(resource)) continue;
         view(kube::namespace_of(lr))
             .limits.push_back({kube::name_of(lr), text(field(l, "type")), resource, integer_of(value).value_or(0)});
       }
@@ -222,7 +221,7 @@ GpuQuotaList build_quota_view(const QuotaViewInput& input) {
   for (const auto& pod : input.pods) {
     if (kube::pod_is_terminal(pod)) continue;
     for (const auto& [resource, q] : kube::pod_requests(pod)) {
-      if (!resource.starts_with(kNvidiaResourcePrefix) || q.value() <= 0) continue;
+      if (!is_nvidia_resource(resource) || q.value() <= 0) continue;
       std::int64_t& requested = view(kube::namespace_of(pod)).requested[resource];
       requested = kube::saturating_add(requested, q.value());
     }

@@ -29,7 +29,7 @@ std::map<std::string, std::int64_t> pod_usage(const std::vector<json>& pods) {
   for (const auto& pod : pods) {
     if (kube::pod_is_terminal(pod)) continue;
     for (const auto& [resource, q] : kube::pod_requests(pod)) {
-      if (resource.starts_with(kNvidiaResourcePrefix)) used[resource] = kube::saturating_add(used[resource], q.value());
+      if (is_nvidia_resource(resource)) used[resource] = kube::saturating_add(used[resource], q.value());
     }
   }
   return used;

@@ -85,7 +85,7 @@ Result<bool> equalise_gpu_resources(json& containers, std::string_view source) {
     for (auto& [k, v] : req.items()) keys.push_back(k);
     for (auto& [k, v] : lim.items()) keys.push_back(k);
     for (const auto& k : keys) {
-      if (!k.starts_with(kNvidiaResourcePrefix)) continue;
+      if (!is_nvidia_resource(k)) continue;
       any_gpu = true;
       if (req.contains(k) && lim.contains(k)) {
         auto rq = kube::parse_resource_list(json{{k, req[k]}});
@@ -301,7 +301,7 @@ std::string requested_gpu_resource(const json& job) {
   if (requests.count(std::string(kGpuResource)) && !requests.at(std::string(kGpuResource)).is_zero())
     return std::string(kGpuResource);
   for (const auto& [name, q] : requests) {
-    if (name.starts_with(kNvidiaResourcePrefix) && !q.is_zero()) return name;
+    if (is_nvidia_resource(name) && !q.is_zero()) return name;
   }
   return {};
 }

@@ -37,7 +37,7 @@ std::int64_t concurrent_pods(const json& job, bool honour_suspend) {
 std::vector<std::pair<std::string, std::int64_t>> nvidia_requests(const json& job) {
   std::vector<std::pair<std::string, std::int64_t>> out;
   for (const auto& [name, q] : kube::pod_requests(pod_template(job))) {
-    if (!name.starts_with(kNvidiaResourcePrefix) || q.value() <= 0) continue;
+    if (!is_nvidia_resource(name) || q.value() <= 0) continue;
     out.emplace_back(name, q.value());
   }
   std::stable_partition(out.begin(), out.end(), [](const auto& r) { return r.first == kGpuResource; });

@@ -158,7 +158,7 @@ LimitItem read_limit_item(const json& item) {
   l.default_requests = kube::parse_resource_list(field(item, "defaultRequest"));
   for (const auto* list : {&l.max, &l.min, &l.defaults, &l.default_requests}) {
     for (const auto& [r, q] : *list) {
-      if (r.starts_with(kNvidiaResourcePrefix)) l.gpu_resources.insert(r);
+      if (is_nvidia_resource(r)) l.gpu_resources.insert(r);
     }
   }
   return l;

@@ -74,12 +74,7 @@ PlacementWords placement_words(const json& spec) {
 std::string products_on(const std::vector<json>& nodes) {
   std::map<std::string, std::int64_t> counts;
   for (const auto& node : nodes) {
-    for (auto key : gpu_product_label_keys()) {
-      if (auto value = kube::label_of(node, key); value && !value->empty()) {
-        ++counts[fmt::format("{}={}", key, *value)];
-        break;
-      }
-    }
+    if (auto [product, key] = gpu_product_of(node); !product.empty()) ++counts[fmt::format("{}={}", key, product)];
   }
   std::vector<std::string> parts;
   for (const auto& [label, n] : counts) parts.push_back(fmt::format("{} ({})", label, count_of(n, "node", "nodes")));
@@ -181,7 +176,7 @@ std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
     if (node.empty() || kube::pod_is_terminal(pod)) continue;
     auto& total = used[node];
     for (const auto& [name, q] : kube::pod_requests(pod)) {
-      if (name.starts_with(kNvidiaResourcePrefix)) total[name] += q;
+      if (is_nvidia_resource(name)) total[name] += q;
     }
   }
 

@@ -9,7 +9,7 @@ namespace gpuctl::ops {
 
 inline constexpr std::string_view kSchemaApiVersion = "gpuctl.io/v1alpha1";
 
-// {"apiVersion": "gpuctl.io/v1alpha1", "kind": KIND} plus every field of `fields` (an object).
+// `fields` (an object) with "apiVersion": "gpuctl.io/v1alpha1" and "kind": KIND added.
 nlohmann::json schema_document(std::string_view kind, nlohmann::json fields);
 
 }  // namespace gpuctl::ops
