@@ -168,19 +168,22 @@ Result<void> Client::authenticate(HttpRequest& request) {
 }
 
 namespace {
-Result<json> parse_json_body(const HttpResponse& response, std::string_view what) {
+Result<json> parse_json_body(const HttpResponse& response, std::string_view what, const Projection& projection = {}) {
   if (response.body.empty()) return json::object();
-  auto parsed = json::parse(response.body, nullptr, false);
-  if (parsed.is_discarded()) {
+  auto parsed = parse_projected(response.body, projection);
+  if (!parsed) {
     return fail(Errc::parse,
-                fmt::format("{}: the API server's answer is not valid JSON ({} bytes, starts with \"{}\")", what,
-                            response.body.size(), detail::collapse_whitespace(response.body.substr(0, 60))));
+                fmt::format("{}: the API server's answer is not valid JSON ({} bytes, starts with \"{}\"): {}", what,
+                            response.body.size(), detail::collapse_whitespace(response.body.substr(0, 60)),
+                            parsed.error().message));
   }
-  return parsed;
+  return std::move(*parsed);
 }
 }  // namespace
 
-Result<json> Client::get(std::string_view path, const Query& query) {
+Result<json> Client::get(std::string_view path, const Query& query) { return get_projected(path, query, {}); }
+
+Result<json> Client::get_projected(std::string_view path, const Query& query, const Projection& projection) {
   HttpRequest req;
   req.method = "GET";
   GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
@@ -189,7 +192,7 @@ Result<json> Client::get(std::string_view path, const Query& query) {
   if (resp.body.empty())
     return fail(Errc::parse,
                 fmt::format("GET {}: the API server answered 200 with an empty body (expected a JSON object)", path));
-  GPUCTL_TRY_ASSIGN(json object, parse_json_body(resp, fmt::format("GET {}", path)));
+  GPUCTL_TRY_ASSIGN(json object, parse_json_body(resp, fmt::format("GET {}", path), projection));
   if (!object.is_object()) {
     return fail(Errc::parse, fmt::format("GET {}: the API server answered with a JSON {} (expected an object)", path,
                                          object.type_name()));

@@ -2,6 +2,8 @@
 // and end on a repeated continue token or after kMaxListPages pages.
 #include "gpuctl/kube/client.hpp"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
@@ -19,6 +21,27 @@ constexpr int kMaxListPages = 10000;
 
 Result<ListResult> Client::list(std::string_view path, const ListOptions& options) {
   ListResult result;
+  ListPageSink sink;
+  sink.on_items = [&](std::vector<json>& items) -> Result<void> {
+    if (result.items.empty()) {
+      result.items = std::move(items);
+    } else {
+      result.items.insert(result.items.end(), std::make_move_iterator(items.begin()),
+                          std::make_move_iterator(items.end()));
+    }
+    return {};
+  };
+  sink.on_restart = [&] { result.items.clear(); };
+  GPUCTL_TRY_ASSIGN(ListSummary summary, list_pages(path, options, sink));
+  result.resource_version = std::move(summary.resource_version);
+  result.pages = summary.pages;
+  result.restarts = summary.restarts;
+  return result;
+}
+
+Result<ListSummary> Client::list_pages(std::string_view path, const ListOptions& options, const ListPageSink& sink) {
+  ListSummary result;
+  const Projection page_fields = Projection::list_of(options.fields);
   std::string token;
   for (;;) {
     Query query;
@@ -28,7 +51,7 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
     // resourceVersion must not accompany continue; the token pins the snapshot itself.
     query.add_if(options.from_cache && token.empty(), "resourceVersion", "0");
     query.add_if(!token.empty(), "continue", token);
-    auto page = get(path, query);
+    auto page = get_projected(path, query, page_fields);
     if (!page) {
       if (page.error().is_gone() && !token.empty()) {
         if (options.accept_inconsistent && !page.error().continue_token.empty()) {
@@ -42,9 +65,9 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
                                                     path, result.restarts + 1)));
         }
         ++result.restarts;
-        result.items.clear();
         result.pages = 0;
         token.clear();
+        if (sink.on_restart) sink.on_restart();
         continue;
       }
       return fail(page.error());
@@ -59,7 +82,7 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
               "broken",
               path, items == page->end() ? "no \"items\"" : fmt::format("\"items\" as a JSON {}", items->type_name())));
     }
-    for (auto& item : *items) result.items.push_back(std::move(item));
+    GPUCTL_TRY(sink.on_items(items->get_ref<json::array_t&>()));
     // string_field: a resourceVersion or continue token that is not a string reads as absent
     // (json::value() would throw type_error.302 on it).
     const json& metadata = field(*page, "metadata");

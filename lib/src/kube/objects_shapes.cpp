@@ -177,7 +177,7 @@ const Shapes& conditions_shape() {
 
 }  // namespace
 
-std::string node_shape_problem(const json& node) {
+const std::vector<FieldShape>& node_shapes() {
   static const Shapes own = {
       {"spec", JsonType::object},
       {"spec.unschedulable", JsonType::boolean},
@@ -195,10 +195,12 @@ std::string node_shape_problem(const json& node) {
       {"status.nodeInfo.kubeletVersion", JsonType::string},
   };
   static const Shapes shapes = joined({&metadata_shape(), &own, &conditions_shape()});
-  return shape_problem(node, shapes);
+  return shapes;
 }
 
-std::string pod_shape_problem(const json& pod) {
+std::string node_shape_problem(const json& node) { return shape_problem(node, node_shapes()); }
+
+const std::vector<FieldShape>& pod_shapes() {
   static const Shapes spec = pod_spec_shape("");
   static const Shapes own = {
       {"status", JsonType::object},
@@ -211,10 +213,12 @@ std::string pod_shape_problem(const json& pod) {
       {"status.initContainerStatuses[]", JsonType::object},
   };
   static const Shapes shapes = joined({&metadata_shape(), &spec, &own, &conditions_shape()});
-  return shape_problem(pod, shapes);
+  return shapes;
 }
 
-std::string job_shape_problem(const json& job) {
+std::string pod_shape_problem(const json& pod) { return shape_problem(pod, pod_shapes()); }
+
+const std::vector<FieldShape>& job_shapes() {
   static const Shapes spec = pod_spec_shape("spec.template.");
   static const Shapes own = {
       {"spec", JsonType::object},
@@ -232,10 +236,12 @@ std::string job_shape_problem(const json& job) {
       {"status.completionTime", JsonType::string},
   };
   static const Shapes shapes = joined({&metadata_shape(), &own, &spec, &conditions_shape()});
-  return shape_problem(job, shapes);
+  return shapes;
 }
 
-std::string quota_shape_problem(const json& quota) {
+std::string job_shape_problem(const json& job) { return shape_problem(job, job_shapes()); }
+
+const std::vector<FieldShape>& quota_shapes() {
   static const Shapes own = {
       {"spec", JsonType::object},
       {"spec.hard", JsonType::quantity_map},
@@ -246,10 +252,12 @@ std::string quota_shape_problem(const json& quota) {
       {"status.used", JsonType::quantity_map},
   };
   static const Shapes shapes = joined({&metadata_shape(), &own});
-  return shape_problem(quota, shapes);
+  return shapes;
 }
 
-std::string limit_range_shape_problem(const json& limit_range) {
+std::string quota_shape_problem(const json& quota) { return shape_problem(quota, quota_shapes()); }
+
+const std::vector<FieldShape>& limit_range_shapes() {
   static const Shapes own = {
       {"spec", JsonType::object},
       {"spec.limits[]", JsonType::object},
@@ -259,10 +267,14 @@ std::string limit_range_shape_problem(const json& limit_range) {
       {"spec.limits[].defaultRequest", JsonType::quantity_map},
   };
   static const Shapes shapes = joined({&metadata_shape(), &own});
-  return shape_problem(limit_range, shapes);
+  return shapes;
 }
 
-std::string event_shape_problem(const json& event) {
+std::string limit_range_shape_problem(const json& limit_range) {
+  return shape_problem(limit_range, limit_range_shapes());
+}
+
+const std::vector<FieldShape>& event_shapes() {
   static const Shapes own = {
       {"involvedObject", JsonType::object},
       {"involvedObject.kind", JsonType::string},
@@ -280,8 +292,10 @@ std::string event_shape_problem(const json& event) {
       {"firstTimestamp", JsonType::string},
   };
   static const Shapes shapes = joined({&metadata_shape(), &own});
-  return shape_problem(event, shapes);
+  return shapes;
 }
+
+std::string event_shape_problem(const json& event) { return shape_problem(event, event_shapes()); }
 
 std::string object_label(std::string_view kind, const json& object, std::size_t index) {
   std::string name = name_of(object);

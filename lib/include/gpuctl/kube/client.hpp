@@ -15,6 +15,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/config.hpp"
+#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/kube/transport.hpp"
 
 namespace gpuctl::kube {
@@ -65,6 +66,23 @@ struct ListOptions {
   bool accept_inconsistent = false;
   // How many times a list may restart after 410 Expired before giving up.
   int max_restarts = 3;
+  // The fields of each item to decode (projection.hpp); the rest is never built. Default: all.
+  Projection fields;
+};
+
+// Where list_pages hands each page as soon as it is decoded; the page is freed after.
+struct ListPageSink {
+  // The page's items, projected as ListOptions::fields says; the callee may move from them.
+  // An error stops the list and is returned by list_pages.
+  std::function<Result<void>(std::vector<nlohmann::json>& items)> on_items;
+  // The list restarted from its beginning after 410 Expired: forget every page handed so far.
+  std::function<void()> on_restart;
+};
+
+struct ListSummary {
+  std::string resource_version;  // of the (last) list, for a following watch
+  int pages = 0;
+  int restarts = 0;  // restarts after 410 Expired
 };
 
 struct ListResult {
@@ -141,6 +159,9 @@ class Client {
   Result<std::string> get_text(std::string_view path, const Query& query = {});
   // All pages of a list (limit/continue), restarting on 410 Expired as ListOptions says.
   Result<ListResult> list(std::string_view path, const ListOptions& options = {});
+  // The same list, page by page: memory holds one page, not the whole list. Readers that fold
+  // items into a summary (counts per node) use this with a projection.
+  Result<ListSummary> list_pages(std::string_view path, const ListOptions& options, const ListPageSink& sink);
   Result<nlohmann::json> create(std::string_view path, const nlohmann::json& body, const WriteOptions& options = {});
   Result<nlohmann::json> replace(std::string_view path, const nlohmann::json& body, const WriteOptions& options = {});
   Result<nlohmann::json> patch(std::string_view path, PatchType type, const nlohmann::json& body,
@@ -162,6 +183,7 @@ class Client {
   Result<std::string> whoami();
 
  private:
+  Result<nlohmann::json> get_projected(std::string_view path, const Query& query, const Projection& projection);
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
   Result<void> authenticate(HttpRequest& request);
   Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;

@@ -42,7 +42,14 @@ struct FieldShape {
 // The first field whose type is wrong, as "status.capacity is a string, expected an object";
 // "" when every field has its type.
 std::string shape_problem(const nlohmann::json& object, const std::vector<FieldShape>& shapes);
-// The fields gpuctl reads from each kind (node, pod, job, ...), checked by shape_problem.
+// The fields gpuctl reads from each kind (node, pod, job, ...): the tables, and the checks of an
+// object against them. A Projection (projection.hpp) made from a table keeps exactly these.
+const std::vector<FieldShape>& node_shapes();
+const std::vector<FieldShape>& pod_shapes();
+const std::vector<FieldShape>& job_shapes();
+const std::vector<FieldShape>& quota_shapes();
+const std::vector<FieldShape>& limit_range_shapes();
+const std::vector<FieldShape>& event_shapes();
 std::string node_shape_problem(const nlohmann::json& node);
 std::string pod_shape_problem(const nlohmann::json& pod);
 std::string job_shape_problem(const nlohmann::json& job);

@@ -60,19 +60,22 @@ struct NodeUse {
   std::int64_t gpu_pods = 0;
 };
 
-// node name -> what its pods request of nvidia.com/*; a pod gpuctl cannot read is named in
-// `skipped` and not counted.
-std::unordered_map<std::string, NodeUse> use_by_node(const std::vector<json>& pods, std::vector<std::string>& skipped) {
+// node name -> what its pods request of nvidia.com/*, folded in pod by pod (page by page when
+// listing); a pod gpuctl cannot read is named in `skipped` and not counted.
+struct PodTally {
   std::unordered_map<std::string, NodeUse> use;
-  for (std::size_t i = 0; i < pods.size(); ++i) {
-    const json& pod = pods[i];
+  std::vector<std::string> skipped;
+  std::size_t seen = 0;  // pods folded in so far, for naming one without a name
+
+  void add(const json& pod) {
+    std::size_t index = seen++;
     if (auto problem = kube::pod_shape_problem(pod); !problem.empty()) {
-      skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, i), problem));
-      continue;
+      skipped.push_back(fmt::format("{} not counted: {}", kube::object_label("pod", pod, index), problem));
+      return;
     }
-    if (kube::pod_is_terminal(pod)) continue;
+    if (kube::pod_is_terminal(pod)) return;
     std::string node_name = kube::string_field(kube::field(pod, "spec"), "nodeName");
-    if (node_name.empty()) continue;
+    if (node_name.empty()) return;
     kube::ResourceList requests = kube::pod_requests(pod);
     NodeUse& u = use[node_name];
     bool holds_gpu = false;
@@ -83,8 +86,7 @@ std::unordered_map<std::string, NodeUse> use_by_node(const std::vector<json>& po
     }
     if (holds_gpu) ++u.gpu_pods;
   }
-  return use;
-}
+};
 
 // Capacity, allocatable and used of every nvidia.com/* resource the node has or its pods request:
 // nvidia.com/gpu in info.gpus (always named, even when absent), the others (MIG) in
@@ -177,10 +179,12 @@ std::vector<ProductSummary> product_summaries(ProductRows& products) {
 
 }  // namespace
 
-NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
-                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
+namespace {
+
+NodeInventory inventory_from(const std::vector<json>& nodes, PodTally tally, bool include_non_gpu_nodes,
+                             std::chrono::system_clock::time_point now) {
   NodeInventory inventory;
-  std::unordered_map<std::string, NodeUse> use = use_by_node(pods, inventory.skipped);
+  inventory.skipped = std::move(tally.skipped);
   ProductRows products;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const json& node = nodes[i];
@@ -190,7 +194,7 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
     }
     bool gpu_node = is_gpu_node(node);
     if (!gpu_node && !include_non_gpu_nodes) continue;
-    NodeGpuInfo info = node_info(node, gpu_node, use[kube::name_of(node)], now);
+    NodeGpuInfo info = node_info(node, gpu_node, tally.use[kube::name_of(node)], now);
     if (gpu_node) add_to_products(info, products);
     inventory.nodes.push_back(std::move(info));
   }
@@ -200,19 +204,61 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
   return inventory;
 }
 
+}  // namespace
+
+const kube::Projection& inventory_node_fields() {
+  static const kube::Projection fields(kube::node_shapes());
+  return fields;
+}
+
+const kube::Projection& inventory_pod_fields() {
+  // What pod_shape_problem, pod_is_terminal, pod_requests and object_label read; a pod is 5-10
+  // KiB of JSON, these fields a few hundred bytes.
+  static const kube::Projection fields{
+      "metadata.name",
+      "metadata.namespace",
+      "spec.nodeName",
+      "spec.containers[].name",
+      "spec.containers[].resources",
+      "spec.initContainers[].name",
+      "spec.initContainers[].restartPolicy",
+      "spec.initContainers[].resources",
+      "spec.overhead",
+      "status.phase",
+  };
+  return fields;
+}
+
+NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
+                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
+  PodTally tally;
+  for (const json& pod : pods) tally.add(pod);
+  return inventory_from(nodes, std::move(tally), include_non_gpu_nodes, now);
+}
+
 Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options) {
   kube::ListOptions node_list;
   node_list.label_selector = options.label_selector;
   node_list.from_cache = options.from_cache;
+  node_list.fields = inventory_node_fields();
   GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
 
-  // Only pods that hold resources: bound to a node and not finished. The server filters.
+  // Only pods that hold resources: bound to a node and not finished. The server filters; each
+  // page is folded into the per-node counts as it arrives, so memory holds one page of pods.
   kube::ListOptions pod_list;
   pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
   pod_list.from_cache = options.from_cache;
-  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
+  pod_list.fields = inventory_pod_fields();
+  PodTally tally;
+  kube::ListPageSink sink;
+  sink.on_items = [&](std::vector<json>& pods) -> Result<void> {
+    for (const json& pod : pods) tally.add(pod);
+    return {};
+  };
+  sink.on_restart = [&] { tally = PodTally{}; };
+  GPUCTL_TRY(client.list_pages(kube::paths::pods(), pod_list, sink));
 
-  return build_node_inventory(nodes.items, pods.items, options.include_non_gpu_nodes, std::chrono::system_clock::now());
+  return inventory_from(nodes.items, std::move(tally), options.include_non_gpu_nodes, std::chrono::system_clock::now());
 }
 
 const std::vector<std::string_view>& node_sort_keys() {

@@ -14,6 +14,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
 
@@ -93,6 +94,10 @@ struct NodeInventoryOptions {
 // Pure: the inventory from node and pod objects. `now` fixes the ages.
 NodeInventory build_node_inventory(const std::vector<nlohmann::json>& nodes, const std::vector<nlohmann::json>& pods,
                                    bool include_non_gpu_nodes, std::chrono::system_clock::time_point now);
+
+// The fields the inventory reads of nodes and of pods; lists for it decode only these.
+const kube::Projection& inventory_node_fields();
+const kube::Projection& inventory_pod_fields();
 
 // Lists nodes and non-terminal bound pods (two paginated lists) and builds the inventory.
 Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options);

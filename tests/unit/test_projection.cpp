@@ -1,0 +1,197 @@
+#include <catch2/catch.hpp>
+
+#include "fakes/test_support.hpp"
+#include "gpuctl/kube/projection.hpp"
+#include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/util/time.hpp"
+
+using gpuctl::Errc;
+using gpuctl::kube::parse_projected;
+using gpuctl::kube::Projection;
+using gpuctl::testing::FakeClient;
+using gpuctl::testing::json_answer;
+using nlohmann::json;
+
+namespace {
+
+// A pod as a real API server sends it: most of it is what no GPU count reads.
+json realistic_pod(const std::string& name, const std::string& node, const std::string& gpus) {
+  json gpu = {{"nvidia.com/gpu", gpus}, {"cpu", "4"}, {"memory", "16Gi"}};
+  return {
+      {"kind", "Pod"},
+      {"apiVersion", "v1"},
+      {"metadata",
+       {{"name", name},
+        {"namespace", "team-a"},
+        {"uid", "0d4c5b7e-1111-4222-8333-944445555666"},
+        {"labels", {{"app", "trainer"}, {"batch.kubernetes.io/job-name", "train"}}},
+        {"annotations", {{"kubectl.kubernetes.io/last-applied-configuration", std::string(2000, 'x')}}},
+        {"managedFields", json::array({{{"manager", "kube-controller-manager"},
+                                        {"operation", "Update"},
+                                        {"fieldsV1", {{"f:metadata", {{"f:labels", {{".", json::object()}}}}}}}}})}}},
+      {"spec",
+       {{"nodeName", node},
+        {"initContainers", json::array({{{"name", "log-shipper"},
+                                         {"image", "fluent-bit:3"},
+                                         {"restartPolicy", "Always"},
+                                         {"resources", {{"requests", {{"cpu", "100m"}}}}}}})},
+        {"containers", json::array({{{"name", "main"},
+                                     {"image", "nvcr.io/nvidia/pytorch:24.05-py3"},
+                                     {"command", json::array({"torchrun", "--nproc-per-node=8", "train.py"})},
+                                     {"env", json::array({{{"name", "NCCL_DEBUG"}, {"value", "INFO"}}})},
+                                     {"resources", {{"requests", gpu}, {"limits", {{"nvidia.com/gpu", gpus}}}}},
+                                     {"volumeMounts", json::array({{{"name", "data"}, {"mountPath", "/data"}}})}}})},
+        {"overhead", {{"cpu", "250m"}}},
+        {"volumes", json::array({{{"name", "data"}, {"persistentVolumeClaim", {{"claimName", "imagenet"}}}}})},
+        {"tolerations", json::array({{{"key", "nvidia.com/gpu"}, {"operator", "Exists"}}})}}},
+      {"status",
+       {{"phase", "Running"},
+        {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
+        {"containerStatuses",
+         json::array({{{"name", "main"}, {"ready", true}, {"state", {{"running", json::object()}}}}})}}}};
+}
+
+std::vector<json> items_of(const json& list) { return {list["items"].begin(), list["items"].end()}; }
+
+}  // namespace
+
+TEST_CASE("kube::parse_projected keeps the named fields, looks through arrays, and drops the rest", "[projection]") {
+  Projection fields{"metadata.name", "metadata.labels", "spec.containers[].resources", "status.phase"};
+  auto pod = parse_projected(realistic_pod("p", "gpu-1", "8").dump(), fields);
+  REQUIRE(pod);
+  CHECK(*pod ==
+        json{{"metadata", {{"name", "p"}, {"labels", {{"app", "trainer"}, {"batch.kubernetes.io/job-name", "train"}}}}},
+             {"spec",
+              {{"containers", json::array({{{"resources",
+                                             {{"requests", {{"nvidia.com/gpu", "8"}, {"cpu", "4"}, {"memory", "16Gi"}}},
+                                              {"limits", {{"nvidia.com/gpu", "8"}}}}}}})}}},
+             {"status", {{"phase", "Running"}}}});
+}
+
+TEST_CASE("kube::parse_projected with the default projection is json::parse", "[projection]") {
+  for (const char* file : {"k8s-nodes/edgecloud__rke2-vgpu-a16-4q__nodelist.json",
+                           "k8s-nodes/edgecloud__aks-3-nodes-no-gpu__nodelist.json"}) {
+    std::string text = gpuctl::testing::fixture(file);
+    auto parsed = parse_projected(text, Projection{});
+    REQUIRE(parsed);
+    CHECK(*parsed == json::parse(text));
+  }
+  auto scalars = parse_projected(R"({"a":[1,-2,3.5,true,null,"s",18446744073709551615],"b":{}})", Projection{});
+  REQUIRE(scalars);
+  CHECK(scalars->dump() == R"({"a":[1,-2,3.5,true,null,"s",18446744073709551615],"b":{}})");
+}
+
+TEST_CASE("kube::Projection: a parent path keeps its whole subtree, in either order", "[projection]") {
+  std::string text = R"({"m":{"a":1,"b":{"c":2,"d":3}},"x":4})";
+  CHECK(*parse_projected(text, Projection{"m", "m.a"}) == json::parse(R"({"m":{"a":1,"b":{"c":2,"d":3}}})"));
+  CHECK(*parse_projected(text, Projection{"m.a", "m"}) == json::parse(R"({"m":{"a":1,"b":{"c":2,"d":3}}})"));
+  CHECK(*parse_projected(text, Projection{"m.b.c", "x"}) == json::parse(R"({"m":{"b":{"c":2}},"x":4})"));
+  // A shape table names "spec" before "spec.nodeName": only the leaves are kept whole.
+  Projection from_shapes(std::vector<gpuctl::kube::FieldShape>{{"m", gpuctl::kube::JsonType::object},
+                                                               {"m.b", gpuctl::kube::JsonType::object},
+                                                               {"m.b.d", gpuctl::kube::JsonType::integer}});
+  CHECK(*parse_projected(text, from_shapes) == json::parse(R"({"m":{"b":{"d":3}}})"));
+}
+
+TEST_CASE("kube::parse_projected keeps a field of the wrong type as it is, for the shape check to name",
+          "[projection]") {
+  json pod = realistic_pod("p", "gpu-1", "1");
+  pod["spec"]["nodeName"] = 7;
+  pod["spec"]["containers"] = "not a list";
+  auto projected = parse_projected(pod.dump(), gpuctl::ops::inventory_pod_fields());
+  REQUIRE(projected);
+  CHECK(gpuctl::kube::pod_shape_problem(*projected) == gpuctl::kube::pod_shape_problem(pod));
+  CHECK_FALSE(gpuctl::kube::pod_shape_problem(*projected).empty());
+}
+
+TEST_CASE("kube::parse_projected refuses malformed and too deeply nested text, and says where", "[projection]") {
+  auto broken = parse_projected(R"({"items":[{"a":1},)", Projection{"items.a"});
+  REQUIRE_FALSE(broken);
+  CHECK(broken.error().code == Errc::parse);
+  CHECK_THAT(broken.error().message, Catch::Contains("byte"));
+  std::string deep = std::string(300, '[') + std::string(300, ']');
+  auto too_deep = parse_projected(deep, Projection{});
+  REQUIRE_FALSE(too_deep);
+  CHECK_THAT(too_deep.error().message, Catch::Contains("nested deeper than 200"));
+  // A dropped subtree is scanned, never built: its depth costs nothing.
+  auto dropped = parse_projected(R"({"keep":1,"drop":)" + deep + "}", Projection{"keep"});
+  REQUIRE(dropped);
+  CHECK(*dropped == json{{"keep", 1}});
+  // Duplicate keys: the last wins, as in json::parse.
+  CHECK(*parse_projected(R"({"a":1,"a":2})", Projection{"a"}) == json{{"a", 2}});
+}
+
+TEST_CASE("ops::build_node_inventory reads projected nodes and pods exactly as whole ones", "[projection][nodes]") {
+  const auto now = *gpuctl::util::parse_rfc3339("2026-12-02T12:00:00Z");
+  for (const char* file : {"k8s-nodes/edgecloud__rke2-vgpu-a16-4q__nodelist.json",
+                           "k8s-nodes/edgecloud__aks-3-nodes-no-gpu__nodelist.json"}) {
+    std::string text = gpuctl::testing::fixture(file);
+    json whole_list = json::parse(text);
+    auto projected_list = parse_projected(text, Projection::list_of(gpuctl::ops::inventory_node_fields()));
+    REQUIRE(projected_list);
+    CHECK(projected_list->dump().size() < whole_list.dump().size());
+    std::vector<json> pods, projected_pods;
+    for (const auto& node : whole_list["items"]) {
+      std::string name = node["metadata"]["name"];
+      for (const char* gpus : {"1", "0", "2"}) {
+        pods.push_back(realistic_pod(name + "-" + gpus, name, gpus));
+        projected_pods.push_back(*parse_projected(pods.back().dump(), gpuctl::ops::inventory_pod_fields()));
+      }
+    }
+    pods.push_back(json{{"metadata", {{"name", "bad"}}}, {"spec", {{"containers", 5}}}});
+    projected_pods.push_back(*parse_projected(pods.back().dump(), gpuctl::ops::inventory_pod_fields()));
+    auto whole = gpuctl::ops::build_node_inventory(items_of(whole_list), pods, true, now);
+    auto projected = gpuctl::ops::build_node_inventory(items_of(*projected_list), projected_pods, true, now);
+    CHECK(gpuctl::ops::to_json(projected) == gpuctl::ops::to_json(whole));
+    CHECK(projected.skipped == whole.skipped);
+    CHECK(projected.skipped.size() == 1);
+  }
+}
+
+TEST_CASE("kube::Client::list_pages hands over each projected page and says when the list restarts", "[projection]") {
+  auto page = [](const std::string& name, const std::string& cont) {
+    return json{{"metadata", {{"resourceVersion", "9"}, {"continue", cont}}},
+                {"items", json::array({realistic_pod(name, "n", "1")})}}
+        .dump();
+  };
+  const char* expired = R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Expired","code":410})";
+  FakeClient fc;
+  fc.fake->on("GET", "/api/v1/pods", json_answer(200, page("a", "t1")), "limit=1")
+      .on("GET", "/api/v1/pods", json_answer(410, expired), "continue=t1")
+      .on("GET", "/api/v1/pods", json_answer(200, page("a", "t2")), "limit=1")
+      .on("GET", "/api/v1/pods", json_answer(200, page("b", "")), "continue=t2");
+  gpuctl::kube::ListOptions options;
+  options.limit = 1;
+  options.fields = Projection{"metadata.name"};
+  std::vector<json> seen;
+  int restarts = 0;
+  gpuctl::kube::ListPageSink sink;
+  sink.on_items = [&](std::vector<json>& items) -> gpuctl::Result<void> {
+    for (auto& item : items) seen.push_back(std::move(item));
+    return {};
+  };
+  sink.on_restart = [&] {
+    ++restarts;
+    seen.clear();
+  };
+  auto summary = fc.client->list_pages("/api/v1/pods", options, sink);
+  REQUIRE(summary);
+  CHECK(summary->restarts == 1);
+  CHECK(summary->pages == 2);
+  CHECK(restarts == 1);
+  CHECK(seen == std::vector<json>{json{{"metadata", {{"name", "a"}}}}, json{{"metadata", {{"name", "b"}}}}});
+}
+
+TEST_CASE("kube::Client::list_pages stops at the first error its reader returns", "[projection]") {
+  FakeClient fc;
+  fc.fake->on("GET", "/api/v1/pods",
+              json_answer(200, R"({"metadata":{"continue":"t1"},"items":[{"metadata":{"name":"a"}}]})"), "limit=500");
+  gpuctl::kube::ListPageSink sink;
+  sink.on_items = [](std::vector<json>&) -> gpuctl::Result<void> {
+    return gpuctl::fail(Errc::cancelled, "interrupted");
+  };
+  auto summary = fc.client->list_pages("/api/v1/pods", {}, sink);
+  REQUIRE_FALSE(summary);
+  CHECK(summary.error().code == Errc::cancelled);
+  CHECK(fc.fake->requests().size() == 1);
+}
