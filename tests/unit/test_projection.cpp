@@ -2,6 +2,7 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/projection.hpp"
+#include "gpuctl/ops/jobs/jobs.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -194,4 +195,84 @@ TEST_CASE("kube::Client::list_pages stops at the first error its reader returns"
   REQUIRE_FALSE(summary);
   CHECK(summary.error().code == Errc::cancelled);
   CHECK(fc.fake->requests().size() == 1);
+}
+
+TEST_CASE("ops::build_job_list reads projected jobs, pods and events exactly as whole ones", "[projection][jobs]") {
+  const auto now = *gpuctl::util::parse_rfc3339("2026-12-02T12:00:00Z");
+  auto job = [](const std::string& name, json status) {
+    json j = {{"apiVersion", "batch/v1"},
+              {"kind", "Job"},
+              {"metadata",
+               {{"name", name},
+                {"namespace", "team-a"},
+                {"uid", "uid-" + name},
+                {"creationTimestamp", "2026-12-02T10:00:00Z"},
+                {"managedFields", json::array({{{"manager", "kubectl"}}})}}},
+              {"spec",
+               {{"parallelism", 2},
+                {"completions", 2},
+                {"backoffLimit", 1},
+                {"selector", {{"matchLabels", {{"batch.kubernetes.io/controller-uid", "uid-" + name}}}}},
+                {"template", {{"spec", realistic_pod("t", "", "4")["spec"]}}}}},
+              {"status", std::move(status)}};
+    j["spec"]["template"]["spec"].erase("nodeName");
+    return j;
+  };
+  auto owned = [](json pod, const std::string& job_name) {
+    pod["metadata"]["ownerReferences"] =
+        json::array({{{"kind", "Job"}, {"name", job_name}, {"uid", "uid-" + job_name}, {"controller", true}}});
+    return pod;
+  };
+  std::vector<json> jobs = {
+      job("train", {{"active", 2}, {"ready", 1}, {"startTime", "2026-12-02T10:00:01Z"}}),
+      job("crashed", {{"failed", 2},
+                      {"startTime", "2026-12-02T10:00:01Z"},
+                      {"conditions", json::array({{{"type", "Failed"},
+                                                   {"status", "True"},
+                                                   {"reason", "BackoffLimitExceeded"},
+                                                   {"lastTransitionTime", "2026-12-02T10:30:00Z"}}})}}),
+      job("starved", json::object())};
+  json failed = owned(realistic_pod("crashed-a", "gpu-2", "4"), "crashed");
+  failed["status"] = {{"phase", "Failed"},
+                      {"containerStatuses", json::array({{{"name", "main"},
+                                                          {"state",
+                                                           {{"terminated",
+                                                             {{"exitCode", 137},
+                                                              {"reason", "OOMKilled"},
+                                                              {"finishedAt", "2026-12-02T10:29:00Z"}}}}}}})}};
+  json pending = owned(realistic_pod("train-b", "", "4"), "train");
+  pending["spec"].erase("nodeName");
+  pending["status"] = {{"phase", "Pending"},
+                       {"conditions", json::array({{{"type", "PodScheduled"},
+                                                    {"status", "False"},
+                                                    {"reason", "Unschedulable"},
+                                                    {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}})}};
+  std::vector<json> pods = {owned(realistic_pod("train-a", "gpu-1", "4"), "train"), pending, failed};
+  std::vector<json> events = {
+      {{"metadata", {{"name", "e1"}, {"namespace", "team-a"}, {"creationTimestamp", "2026-12-02T10:00:02Z"}}},
+       {"involvedObject", {{"kind", "Job"}, {"name", "starved"}, {"namespace", "team-a"}, {"uid", "uid-starved"}}},
+       {"reason", "FailedCreate"},
+       {"type", "Warning"},
+       {"count", 3},
+       {"message", "pods \"starved-x\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=4, "
+                   "used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"},
+       {"lastTimestamp", "2026-12-02T10:05:00Z"}},
+      {{"metadata", {{"name", "e2"}, {"namespace", "team-a"}, {"creationTimestamp", "2026-12-02T10:06:00Z"}}},
+       {"regarding", {{"kind", "Job"}, {"name", "starved"}, {"namespace", "team-a"}, {"uid", "uid-starved"}}},
+       {"reason", "FailedCreate"},
+       {"type", "Warning"},
+       {"note", "Error creating: pods \"starved-y\" is forbidden: exceeded quota: gpu"},
+       {"series", {{"count", 5}, {"lastObservedTime", "2026-12-02T10:07:00.000000Z"}}},
+       {"eventTime", "2026-12-02T10:06:00.000000Z"}}};
+  const auto& fields = gpuctl::ops::job_list_fields();
+  auto project = [](const std::vector<json>& objects, const Projection& projection) {
+    std::vector<json> out;
+    for (const auto& o : objects) out.push_back(*parse_projected(o.dump(), projection));
+    return out;
+  };
+  auto whole = gpuctl::ops::build_job_list(jobs, pods, events, true, now);
+  auto projected = gpuctl::ops::build_job_list(project(jobs, fields.jobs), project(pods, fields.pods),
+                                               project(events, fields.events), true, now);
+  REQUIRE(whole.jobs.size() == 3);
+  CHECK(gpuctl::ops::to_json(projected) == gpuctl::ops::to_json(whole));
 }

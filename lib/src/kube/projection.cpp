@@ -18,7 +18,7 @@ Projection::Projection(const std::vector<std::string>& paths) {
   for (const auto& p : paths) add(p);
 }
 
-Projection::Projection(const std::vector<FieldShape>& shapes) {
+Projection::Projection(const std::vector<FieldShape>& shapes, std::initializer_list<std::string_view> more) {
   // A shape table names a parent ("spec", an object) before the fields read below it; only the
   // leaves are kept whole, or "spec" would keep every field of the spec.
   auto has_children = [&](const std::string& path) {
@@ -32,6 +32,7 @@ Projection::Projection(const std::vector<FieldShape>& shapes) {
   for (const auto& s : shapes) {
     if (!has_children(s.path)) add(s.path);
   }
+  for (auto p : more) add(p);
 }
 
 void Projection::add(std::string_view path) {

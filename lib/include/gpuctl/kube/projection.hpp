@@ -31,8 +31,9 @@ class Projection {
   // (and name) a malformed field.
   Projection(std::initializer_list<std::string_view> paths);
   explicit Projection(const std::vector<std::string>& paths);
-  // The paths of a shape table (objects.hpp): exactly the fields its shape check reads.
-  explicit Projection(const std::vector<FieldShape>& shapes);
+  // The paths of a shape table (objects.hpp): exactly the fields its shape check reads; and
+  // `more` paths that a reader reads without checking their shape.
+  explicit Projection(const std::vector<FieldShape>& shapes, std::initializer_list<std::string_view> more = {});
 
   // A list answer: its metadata (resourceVersion, continue) whole, and each of its items
   // through `items`.

@@ -106,12 +106,23 @@ JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& p
   return list;
 }
 
+const JobListFields& job_list_fields() {
+  static const JobListFields fields{
+      kube::Projection(kube::job_shapes(), {"status.ready"}),
+      kube::Projection(kube::pod_shapes()),
+      // events.k8s.io/v1 names what core/v1 calls involvedObject and message "regarding" and "note".
+      kube::Projection(kube::event_shapes(), {"regarding", "note", "series"}),
+  };
+  return fields;
+}
+
 namespace {
 
 Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOptions& options) {
   std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
   kube::ListOptions list;
   list.label_selector = options.label_selector;
+  list.fields = job_list_fields().jobs;
   GPUCTL_TRY_ASSIGN(kube::ListResult jobs, client.list(kube::paths::jobs(ns), list));
   return std::move(jobs.items);
 }
@@ -135,9 +146,11 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   // controller's FailedCreate events (quota refusals). Why pods pend is in their own
   // PodScheduled condition, so pod events are not needed.
   kube::ListOptions pod_list;
+  pod_list.fields = job_list_fields().pods;
   GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), pod_list));
   kube::ListOptions event_list;
   event_list.field_selector = "involvedObject.kind=Job,reason=FailedCreate";
+  event_list.fields = job_list_fields().events;
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
   pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, skipped);
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
