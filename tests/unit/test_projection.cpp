@@ -149,6 +149,27 @@ TEST_CASE("ops::build_node_inventory reads projected nodes and pods exactly as w
   }
 }
 
+TEST_CASE("kube::Client::list_pages fetches the next page while this one decodes, and drops a wrong guess",
+          "[projection]") {
+  // The peek reads the first metadata; a second metadata after the items (no API server writes
+  // one) overrides it, as json::parse would: the prefetched page is dropped, the right one read.
+  FakeClient fc;
+  fc.fake
+      ->on("GET", "/api/v1/pods",
+           json_answer(200, R"({"metadata":{"continue":"wrong"},"items":[{"metadata":{"name":"a"}}],)"
+                            R"("metadata":{"continue":"right"}})"),
+           "limit=500")
+      .on("GET", "/api/v1/pods", json_answer(200, R"({"metadata":{},"items":[{"metadata":{"name":"x"}}]})"),
+          "continue=wrong")
+      .on("GET", "/api/v1/pods", json_answer(200, R"({"metadata":{},"items":[{"metadata":{"name":"b"}}]})"),
+          "continue=right");
+  auto list = fc.client->list("/api/v1/pods");
+  REQUIRE(list);
+  REQUIRE(list->items.size() == 2);
+  CHECK(list->items[1]["metadata"]["name"] == "b");
+  CHECK(fc.fake->unexpected().empty());
+}
+
 TEST_CASE("kube::Client::list_pages hands over each projected page and says when the list restarts", "[projection]") {
   auto page = [](const std::string& name, const std::string& cont) {
     return json{{"metadata", {{"resourceVersion", "9"}, {"continue", cont}}},
@@ -185,8 +206,12 @@ TEST_CASE("kube::Client::list_pages hands over each projected page and says when
 
 TEST_CASE("kube::Client::list_pages stops at the first error its reader returns", "[projection]") {
   FakeClient fc;
-  fc.fake->on("GET", "/api/v1/pods",
-              json_answer(200, R"({"metadata":{"continue":"t1"},"items":[{"metadata":{"name":"a"}}]})"), "limit=500");
+  fc.fake
+      ->on("GET", "/api/v1/pods",
+           json_answer(200, R"({"metadata":{"continue":"t1"},"items":[{"metadata":{"name":"a"}}]})"), "limit=500")
+      .on("GET", "/api/v1/pods",
+          json_answer(200, R"({"metadata":{"continue":"t2"},"items":[{"metadata":{"name":"b"}}]})"), "continue=t1")
+      .on("GET", "/api/v1/pods", json_answer(200, R"({"metadata":{},"items":[]})"), "continue=t2");
   gpuctl::kube::ListPageSink sink;
   sink.on_items = [](std::vector<json>&) -> gpuctl::Result<void> {
     return gpuctl::fail(Errc::cancelled, "interrupted");
@@ -194,7 +219,9 @@ TEST_CASE("kube::Client::list_pages stops at the first error its reader returns"
   auto summary = fc.client->list_pages("/api/v1/pods", {}, sink);
   REQUIRE_FALSE(summary);
   CHECK(summary.error().code == Errc::cancelled);
-  CHECK(fc.fake->requests().size() == 1);
+  // The second page was already on its way (pipelined) when the reader said stop; no third.
+  REQUIRE(fc.fake->requests().size() == 2);
+  CHECK_THAT(fc.fake->requests()[1].url, Catch::Contains("continue=t1"));
 }
 
 TEST_CASE("ops::build_job_list reads projected jobs, pods and events exactly as whole ones", "[projection][jobs]") {
@@ -233,20 +260,21 @@ TEST_CASE("ops::build_job_list reads projected jobs, pods and events exactly as 
                                                    {"lastTransitionTime", "2026-12-02T10:30:00Z"}}})}}),
       job("starved", json::object())};
   json failed = owned(realistic_pod("crashed-a", "gpu-2", "4"), "crashed");
-  failed["status"] = {{"phase", "Failed"},
-                      {"containerStatuses", json::array({{{"name", "main"},
-                                                          {"state",
-                                                           {{"terminated",
-                                                             {{"exitCode", 137},
-                                                              {"reason", "OOMKilled"},
-                                                              {"finishedAt", "2026-12-02T10:29:00Z"}}}}}}})}};
+  failed["status"] = {
+      {"phase", "Failed"},
+      {"containerStatuses",
+       json::array({{{"name", "main"},
+                     {"state",
+                      {{"terminated",
+                        {{"exitCode", 137}, {"reason", "OOMKilled"}, {"finishedAt", "2026-12-02T10:29:00Z"}}}}}}})}};
   json pending = owned(realistic_pod("train-b", "", "4"), "train");
   pending["spec"].erase("nodeName");
-  pending["status"] = {{"phase", "Pending"},
-                       {"conditions", json::array({{{"type", "PodScheduled"},
-                                                    {"status", "False"},
-                                                    {"reason", "Unschedulable"},
-                                                    {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}})}};
+  pending["status"] = {
+      {"phase", "Pending"},
+      {"conditions", json::array({{{"type", "PodScheduled"},
+                                   {"status", "False"},
+                                   {"reason", "Unschedulable"},
+                                   {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}})}};
   std::vector<json> pods = {owned(realistic_pod("train-a", "gpu-1", "4"), "train"), pending, failed};
   std::vector<json> events = {
       {{"metadata", {{"name", "e1"}, {"namespace", "team-a"}, {"creationTimestamp", "2026-12-02T10:00:02Z"}}},
@@ -254,8 +282,9 @@ TEST_CASE("ops::build_job_list reads projected jobs, pods and events exactly as 
        {"reason", "FailedCreate"},
        {"type", "Warning"},
        {"count", 3},
-       {"message", "pods \"starved-x\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=4, "
-                   "used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"},
+       {"message",
+        "pods \"starved-x\" is forbidden: exceeded quota: gpu, requested: requests.nvidia.com/gpu=4, "
+        "used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8"},
        {"lastTimestamp", "2026-12-02T10:05:00Z"}},
       {{"metadata", {{"name", "e2"}, {"namespace", "team-a"}, {"creationTimestamp", "2026-12-02T10:06:00Z"}}},
        {"regarding", {{"kind", "Job"}, {"name", "starved"}, {"namespace", "team-a"}, {"uid", "uid-starved"}}},

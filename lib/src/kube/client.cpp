@@ -181,13 +181,19 @@ Result<json> parse_json_body(const HttpResponse& response, std::string_view what
 }
 }  // namespace
 
-Result<json> Client::get(std::string_view path, const Query& query) { return get_projected(path, query, {}); }
+Result<json> Client::get(std::string_view path, const Query& query) {
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, fetch(path, query));
+  return decode_object(resp, path, {});
+}
 
-Result<json> Client::get_projected(std::string_view path, const Query& query, const Projection& projection) {
+Result<HttpResponse> Client::fetch(std::string_view path, const Query& query) {
   HttpRequest req;
   req.method = "GET";
   GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
-  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return send(std::move(req));
+}
+
+Result<json> decode_object(const HttpResponse& resp, std::string_view path, const Projection& projection) {
   // A 200 with no object (an empty body, null, [] from a broken proxy) is not "nothing there".
   if (resp.body.empty())
     return fail(Errc::parse,

@@ -2,7 +2,9 @@
 // and end on a repeated continue token or after kMaxListPages pages.
 #include "gpuctl/kube/client.hpp"
 
+#include <future>
 #include <iterator>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -16,6 +18,83 @@ using json = nlohmann::json;
 
 // 10,000 pages of 500 are 5 million objects: far beyond any cluster, short of forever.
 constexpr int kMaxListPages = 10000;
+
+// Reads a list answer's continue token from its metadata, stopping at "items": the API server
+// writes metadata first, so this scans a few hundred bytes, and the next page can be fetched
+// while this one decodes. nullopt when the items come first or the text is malformed (then the
+// pages are read one after another).
+class ContinuePeek {
+ public:
+  std::optional<std::string> token;
+
+  bool null() { return true; }
+  bool boolean(bool) { return true; }
+  bool number_integer(json::number_integer_t) { return true; }
+  bool number_unsigned(json::number_unsigned_t) { return true; }
+  bool number_float(json::number_float_t, const json::string_t&) { return true; }
+  bool binary(json::binary_t&) { return true; }
+  bool string(json::string_t& v) {
+    if (in_continue_) token = std::move(v);
+    in_continue_ = false;
+    return true;
+  }
+  bool start_object(std::size_t) { return open(); }
+  bool start_array(std::size_t) { return open(); }
+  bool end_object() { return close(); }
+  bool end_array() { return close(); }
+  bool key(json::string_t& k) {
+    in_continue_ = false;
+    if (depth_ == 1) {
+      if (k == "items") return false;  // done: what metadata said is all there is
+      next_is_metadata_ = k == "metadata";
+    } else if (depth_ == 2 && in_metadata_) {
+      in_continue_ = k == "continue";
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    token.reset();
+    return false;
+  }
+
+ private:
+  bool open() {
+    ++depth_;
+    if (depth_ == 2 && next_is_metadata_) {
+      in_metadata_ = true;
+      token = "";  // metadata seen: no continue in it means no next page
+    }
+    next_is_metadata_ = false;
+    in_continue_ = false;
+    return true;
+  }
+  bool close() {
+    if (depth_ == 2) in_metadata_ = false;
+    --depth_;
+    return true;
+  }
+  int depth_ = 0;
+  bool next_is_metadata_ = false;
+  bool in_metadata_ = false;
+  bool in_continue_ = false;
+};
+
+std::optional<std::string> peek_continue(std::string_view body) {
+  ContinuePeek peek;
+  json::sax_parse(body.begin(), body.end(), &peek);
+  return peek.token;
+}
+
+Query page_query(const ListOptions& options, const std::string& token) {
+  Query query;
+  query.add_if(!options.label_selector.empty(), "labelSelector", options.label_selector);
+  query.add_if(!options.field_selector.empty(), "fieldSelector", options.field_selector);
+  query.add_if(options.limit > 0, "limit", std::to_string(options.limit));
+  // resourceVersion must not accompany continue; the token pins the snapshot itself.
+  query.add_if(options.from_cache && token.empty(), "resourceVersion", "0");
+  query.add_if(!token.empty(), "continue", token);
+  return query;
+}
 
 }  // namespace
 
@@ -43,15 +122,27 @@ Result<ListSummary> Client::list_pages(std::string_view path, const ListOptions&
   ListSummary result;
   const Projection page_fields = Projection::list_of(options.fields);
   std::string token;
+  // The next page, fetched on another thread while this one decodes (pipelined, as curl and
+  // kubectl are not: their pages wait for the decode in between).
+  std::future<Result<HttpResponse>> ahead;
+  std::string ahead_token;
   for (;;) {
-    Query query;
-    query.add_if(!options.label_selector.empty(), "labelSelector", options.label_selector);
-    query.add_if(!options.field_selector.empty(), "fieldSelector", options.field_selector);
-    query.add_if(options.limit > 0, "limit", std::to_string(options.limit));
-    // resourceVersion must not accompany continue; the token pins the snapshot itself.
-    query.add_if(options.from_cache && token.empty(), "resourceVersion", "0");
-    query.add_if(!token.empty(), "continue", token);
-    auto page = get_projected(path, query, page_fields);
+    // A prefetch has always finished here (waited for below); one for another token (the
+    // decoded metadata disagreed with the peek) is dropped.
+    Result<HttpResponse> raw =
+        ahead.valid() && ahead_token == token ? ahead.get() : fetch(path, page_query(options, token));
+    ahead = {};
+    if (raw && options.limit > 0) {
+      if (auto next = peek_continue(raw->body); next && !next->empty() && *next != token) {
+        ahead_token = *next;
+        ahead = std::async(std::launch::async, [this, where = std::string(path), query = page_query(options, *next)] {
+          return fetch(where, query);
+        });
+      }
+    }
+    Result<json> page = raw ? decode_object(*raw, path, page_fields) : fail(raw.error());
+    // The sink and the rest of this loop may use the client: never while a prefetch does.
+    if (ahead.valid()) ahead.wait();
     if (!page) {
       if (page.error().is_gone() && !token.empty()) {
         if (options.accept_inconsistent && !page.error().continue_token.empty()) {

@@ -183,7 +183,8 @@ class Client {
   Result<std::string> whoami();
 
  private:
-  Result<nlohmann::json> get_projected(std::string_view path, const Query& query, const Projection& projection);
+  // GET path?query, the answer undecoded (non-2xx already turned into an Error).
+  Result<HttpResponse> fetch(std::string_view path, const Query& query);
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
   Result<void> authenticate(HttpRequest& request);
   Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;
@@ -197,6 +198,10 @@ class Client {
   struct TokenFileCache;
   std::unique_ptr<TokenFileCache> token_file_;
 };
+
+// The JSON object of a GET answer, decoded through `projection`; an empty body, malformed JSON
+// or anything but an object is an Errc::parse error that names `path`.
+Result<nlohmann::json> decode_object(const HttpResponse& response, std::string_view path, const Projection& projection);
 
 // Decodes a non-2xx answer into an Error: a Kubernetes Status body when there is one, the
 // plain text otherwise (APF 429s, some 500s), with a message that says what to do.

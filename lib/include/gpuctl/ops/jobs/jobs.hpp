@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
-#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/util/time.hpp"
 
