@@ -3,8 +3,9 @@
 
 Starts its own etcd + kube-apiserver (bench/controlplane.py), populates N GPU nodes with 10
 pods each (bench/populate.py), and measures each scenario side by side with its peers in
-interleaved repetitions (bench/nodes_json.py). Writes a results JSON and prints a markdown table;
-exit 1 when a run or a correctness check fails (never because of a timing)."""
+interleaved repetitions (bench/scenario.py, nodes_json.py). Writes a results JSON
+and prints markdown tables; exit 1 when a run or a correctness check fails (never because of a
+timing)."""
 import argparse
 import datetime
 import json
@@ -20,19 +21,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.dont_write_bytecode = True
 import controlplane  # noqa: E402
+import peers  # noqa: E402
 import populate  # noqa: E402
 from controlplane import ROOT, log  # noqa: E402
 from measure import RunFailed  # noqa: E402
-from nodes_json import TOOLS, NodesJson  # noqa: E402
+from nodes_json import NodesJson  # noqa: E402
 
-SCENARIOS = ("nodes-json",)
+CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson,)}
+SCENARIOS = tuple(CLUSTER_SCENARIOS)
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="500", help="node counts, comma-separated, ascending (10 pods per node); default 500")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per tool (default 5)")
-    ap.add_argument("--quick", action="store_true", help="20 nodes, 2 repetitions: what ctest runs (bench.quick)")
+    ap.add_argument("--quick", action="store_true",
+                    help="20 nodes, 2 repetitions, no compiling of peers: what ctest runs (bench.quick)")
     ap.add_argument("--gpuctl", default=str(ROOT / "build" / "gpuctl"), help="the gpuctl binary (default build/gpuctl)")
     ap.add_argument("--state-dir", default=str(Path.home() / ".cache" / "gpuctl-bench" / "state"),
                     help="etcd data, PKI, logs and outputs (default ~/.cache/gpuctl-bench/state)")
@@ -89,12 +93,58 @@ def table(results):
     for size in results["sizes"]:
         for name, sc in size["scenarios"].items():
             limit = sc["tools"]["curl"]["median_s"]
-            for t in TOOLS:
-                r = sc["tools"][t]
-                lines.append("| %s | %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.0f | %d |" % (
+            for t, r in sc["tools"].items():
+                if "unavailable" in r:
+                    lines.append("| %s | %d | %d | %s | unavailable: %s | | | | | |" % (
+                        name, size["nodes"], size["pods"], t, r["unavailable"]))
+                    continue
+                lines.append("| %s | %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.0f | %s |" % (
                     name, size["nodes"], size["pods"], t, r["median_s"], r["min_s"], r["max_s"],
-                    r["median_s"] / limit if limit else 0, r["rss_mib_median"], r["requests"]))
+                    r["median_s"] / limit if limit else 0, r["rss_mib_median"],
+                    "?" if r["requests"] is None else r["requests"]))
     return "\n".join(lines)
+
+
+def start_peers(a):
+    """kubectl-view-allocations: compiling starts now, in the background, when a scenario runs it."""
+    va = peers.ViewAllocations()
+    if "nodes-json" in a.scenario:
+        va.start(compile_allowed=not a.quick)
+    return va
+
+
+def run_sizes(a, cp, va, results):
+    """Populates each size and runs the cluster scenarios on it; returns False when a
+    correctness check failed."""
+    ok, have = True, 0
+    names = [n for n in a.scenario if n in CLUSTER_SCENARIOS]
+    for n in a.sizes:
+        secs = populate.populate(cp, have, n - have, a.concurrency)
+        have = n
+        size = {"nodes": n, "pods": n * populate.PODS_PER_NODE,
+                "populate_s": round(secs, 1), "scenarios": {}}
+        results["sizes"].append(size)
+        for name in names:
+            extra = {}
+            if name == "nodes-json":
+                p = va.wait()
+                extra[p.name] = p
+                results["peers"] = {p.name: {"version": p.version, "path": p.path, "unavailable": p.reason}}
+            sc = CLUSTER_SCENARIOS[name](cp, a.gpuctl, cp.dir / ("out-%d" % n), extra).measure(a.reps)
+            size["scenarios"][name] = sc
+            ok = ok and sc["correctness"]["ok"]
+    return ok
+
+
+def report(results, out, ok, t0):
+    if results["sizes"] and all(s["scenarios"] for s in results["sizes"]):
+        print(table(results))
+    for size in results["sizes"]:
+        for name, sc in size["scenarios"].items():
+            if not sc["correctness"]["ok"]:
+                print("\n%s at %d nodes: gpuctl's output differs from the raw lists:\n  %s" % (
+                    name, size["nodes"], "\n  ".join(sc["correctness"]["errors"])))
+    log("results in %s (%.0fs in all); %s" % (out, time.time() - t0, "ok" if ok else "FAILED"))
 
 
 def main(argv=None):
@@ -112,42 +162,28 @@ def main(argv=None):
         return 1
     cp = controlplane.ControlPlane(a.state_dir, bin_dir)
     out = Path(a.out) if a.out else cp.dir / "results.json"
-    results = {"schema": 1, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    results = {"schema": 2, "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
                "argv": ["scripts/bench"] + (sys.argv[1:] if argv is None else argv), "machine": machine(),
                "versions": versions(bin_dir, a.gpuctl), "reps": a.reps, "sizes": []}
     ok = True
     t0 = time.time()
+    va = start_peers(a)
     try:
         cp.start()
-        have = 0
-        for n in a.sizes:
-            secs = populate.populate(cp, have, n - have, a.concurrency)
-            have = n
-            size = {"nodes": n, "pods": n * populate.PODS_PER_NODE, "populate_s": round(secs, 1), "scenarios": {}}
-            results["sizes"].append(size)
-            if "nodes-json" in a.scenario:
-                sc = NodesJson(cp, a.gpuctl, cp.dir / ("out-%d" % n)).measure(a.reps)
-                size["scenarios"]["nodes-json"] = sc
-                ok = ok and sc["correctness"]["ok"]
+        ok = run_sizes(a, cp, va, results)
     except (controlplane.BuildError, RunFailed) as e:
         log("FAILED: %s" % e)
         results["error"] = str(e)
         ok = False
     finally:
+        va.stop()
         cp.stop()
         results["machine"]["loadavg_end"] = os.getloadavg()
         results["total_s"] = round(time.time() - t0, 1)
         results["ok"] = ok
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(results, indent=1) + "\n")
-    if results["sizes"] and all(s["scenarios"] for s in results["sizes"]):
-        print(table(results))
-    for size in results["sizes"]:
-        for name, sc in size["scenarios"].items():
-            if not sc["correctness"]["ok"]:
-                print("\n%s at %d nodes: gpuctl's GPU counts differ from the raw lists:\n  %s" % (
-                    name, size["nodes"], "\n  ".join(sc["correctness"]["errors"])))
-    log("results in %s (%.0fs in all); %s" % (out, time.time() - t0, "ok" if ok else "FAILED"))
+    report(results, out, ok, t0)
     return 0 if ok else 1
 
 
