@@ -25,9 +25,9 @@ import peers  # noqa: E402
 import populate  # noqa: E402
 from controlplane import ROOT, log  # noqa: E402
 from measure import RunFailed  # noqa: E402
-from nodes_json import NodesJson  # noqa: E402
+from nodes_json import NodesJson, NodesTable  # noqa: E402
 
-CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson,)}
+CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson, NodesTable)}
 SCENARIOS = tuple(CLUSTER_SCENARIOS)
 
 
@@ -108,7 +108,7 @@ def table(results):
 def start_peers(a):
     """kubectl-view-allocations: compiling starts now, in the background, when a scenario runs it."""
     va = peers.ViewAllocations()
-    if "nodes-json" in a.scenario:
+    if {"nodes-json", "nodes-table"} & set(a.scenario):
         va.start(compile_allowed=not a.quick)
     return va
 
@@ -126,7 +126,7 @@ def run_sizes(a, cp, va, results):
         results["sizes"].append(size)
         for name in names:
             extra = {}
-            if name == "nodes-json":
+            if name in ("nodes-json", "nodes-table"):
                 p = va.wait()
                 extra[p.name] = p
                 results["peers"] = {p.name: {"version": p.version, "path": p.path, "unavailable": p.reason}}

@@ -1,8 +1,9 @@
-"""Scenario nodes-json: `gpuctl nodes -o json` beside the limit (curl of the lists gpuctl reads),
-kubectl (`get nodes -o json` + `get pods -A -o json` with gpuctl's field selector) and
-kubectl-view-allocations (`-r gpu -g resource,node --ignore-taints -o csv`, which computes the
-same per-node requested/allocatable GPUs). Correctness: gpuctl's GPU counts of every node
-against a count made here from the raw curl pages and against what populate wrote."""
+"""Scenarios nodes-json and nodes-table: `gpuctl nodes -o json` and `gpuctl nodes` (its table)
+beside the limit (curl of the lists gpuctl reads), kubectl (`get nodes` + `get pods -A` with
+gpuctl's field selector, as JSON or as tables) and kubectl-view-allocations (`-r gpu -g
+resource,node --ignore-taints`, which computes the same per-node requested/allocatable GPUs; as
+CSV or its table). Correctness: gpuctl's GPU counts of every node against a count made here from
+the raw curl pages and against what populate wrote."""
 import json
 
 import populate
@@ -91,6 +92,28 @@ class NodesJson(ListScenario):
                 rows[f[3]] = (float(f[4]), float(f[8]))
         same = sum(1 for n, w in want.items() if rows.get(n) == (float(w["used"]), float(w["allocatable"])))
         return {"nodes_shown": len(rows), "nodes_same": same, "nodes": len(want)}
+
+
+class NodesTable(NodesJson):
+    """The same lists and peers, every tool printing its table."""
+    name = "nodes-table"
+    gpuctl_args = ("nodes",)
+    gpuctl_out = "gpuctl.txt"
+    kubectl_output = []
+    va_output = ["-o", "table"]
+
+    def gpuctl_counts(self):
+        """The node rows of the table (up to the blank line before the per-product summary)."""
+        lines = (self.work / self.gpuctl_out).read_text().splitlines()
+        head = lines[0].split()
+        col = {k: head.index(k.upper()) for k in ("capacity", "allocatable", "used", "free")}
+        got = {}
+        for line in lines[1:]:
+            if not line.strip():
+                break
+            f = line.split()
+            got[f[0]] = {k: int(f[i]) for k, i in col.items()}
+        return got
 
 
 def pod_gpus(pod, res="nvidia.com/gpu"):
