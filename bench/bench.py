@@ -2,8 +2,9 @@
 """gpuctl's benchmarks at fleet scale (issue 14), run by scripts/bench.
 
 Starts its own etcd + kube-apiserver (bench/controlplane.py), populates N GPU nodes with 10
-pods each (bench/populate.py), and measures each scenario side by side with its peers in
-interleaved repetitions (bench/scenario.py, nodes_json.py). Writes a results JSON
+pods each (bench/populate.py) and one job per node with a GPU quota per namespace
+(bench/populate_jobs.py), and measures each scenario side by side with its peers in interleaved
+repetitions (bench/scenario.py; nodes_json.py, jobs_quota.py). Writes a results JSON
 and prints markdown tables; exit 1 when a run or a correctness check fails (never because of a
 timing)."""
 import argparse
@@ -23,11 +24,13 @@ sys.dont_write_bytecode = True
 import controlplane  # noqa: E402
 import peers  # noqa: E402
 import populate  # noqa: E402
+import populate_jobs  # noqa: E402
 from controlplane import ROOT, log  # noqa: E402
+from jobs_quota import Jobs, Quota  # noqa: E402
 from measure import RunFailed  # noqa: E402
 from nodes_json import NodesJson, NodesTable  # noqa: E402
 
-CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson, NodesTable)}
+CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson, NodesTable, Jobs, Quota)}
 SCENARIOS = tuple(CLUSTER_SCENARIOS)
 
 
@@ -119,9 +122,15 @@ def run_sizes(a, cp, va, results):
     ok, have = True, 0
     names = [n for n in a.scenario if n in CLUSTER_SCENARIOS]
     for n in a.sizes:
+        if have and {"jobs", "quota"} & set(names):
+            populate_jobs.lift_quotas(cp, a.concurrency)
         secs = populate.populate(cp, have, n - have, a.concurrency)
+        if {"jobs", "quota"} & set(names):
+            t = time.time()
+            populate_jobs.populate_jobs(cp, have, n - have, a.concurrency)
+            secs += time.time() - t
         have = n
-        size = {"nodes": n, "pods": n * populate.PODS_PER_NODE,
+        size = {"nodes": n, "pods": n * populate.PODS_PER_NODE, "jobs": n if {"jobs", "quota"} & set(names) else 0,
                 "populate_s": round(secs, 1), "scenarios": {}}
         results["sizes"].append(size)
         for name in names:
