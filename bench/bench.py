@@ -4,7 +4,7 @@
 Starts its own etcd + kube-apiserver (bench/controlplane.py), populates N GPU nodes with 10
 pods each (bench/populate.py) and one job per node with a GPU quota per namespace
 (bench/populate_jobs.py), and measures each scenario side by side with its peers in interleaved
-repetitions (bench/scenario.py; nodes_json.py, jobs_quota.py). Writes a results JSON
+repetitions (bench/scenario.py; nodes_json.py, jobs_quota.py, startup.py). Writes a results JSON
 and prints markdown tables; exit 1 when a run or a correctness check fails (never because of a
 timing)."""
 import argparse
@@ -25,21 +25,23 @@ import controlplane  # noqa: E402
 import peers  # noqa: E402
 import populate  # noqa: E402
 import populate_jobs  # noqa: E402
+import startup  # noqa: E402
 from controlplane import ROOT, log  # noqa: E402
 from jobs_quota import Jobs, Quota  # noqa: E402
 from measure import RunFailed  # noqa: E402
 from nodes_json import NodesJson, NodesTable  # noqa: E402
 
 CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson, NodesTable, Jobs, Quota)}
-SCENARIOS = tuple(CLUSTER_SCENARIOS)
+SCENARIOS = tuple(CLUSTER_SCENARIOS) + (startup.NAME,)
 
 
 def parse_args(argv):
     ap = argparse.ArgumentParser(prog="scripts/bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="500", help="node counts, comma-separated, ascending (10 pods per node); default 500")
     ap.add_argument("--reps", type=int, default=5, help="repetitions per tool (default 5)")
+    ap.add_argument("--startup-reps", type=int, default=30, help="repetitions of the startup scenario (default 30)")
     ap.add_argument("--quick", action="store_true",
-                    help="20 nodes, 2 repetitions, no compiling of peers: what ctest runs (bench.quick)")
+                    help="20 nodes, 2 repetitions (10 for startup), no compiling of peers: what ctest runs (bench.quick)")
     ap.add_argument("--gpuctl", default=str(ROOT / "build" / "gpuctl"), help="the gpuctl binary (default build/gpuctl)")
     ap.add_argument("--state-dir", default=str(Path.home() / ".cache" / "gpuctl-bench" / "state"),
                     help="etcd data, PKI, logs and outputs (default ~/.cache/gpuctl-bench/state)")
@@ -51,12 +53,12 @@ def parse_args(argv):
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="scenarios to run (default all)")
     a = ap.parse_args(argv)
     if a.quick:
-        a.sizes, a.reps = "20", 2
+        a.sizes, a.reps, a.startup_reps = "20", 2, 10
     try:
         a.sizes = [int(s) for s in a.sizes.split(",")]
     except ValueError:
         ap.error("--sizes takes node counts such as 500,2000")
-    if any(s < 1 for s in a.sizes) or a.sizes != sorted(set(a.sizes)) or a.reps < 1:
+    if any(s < 1 for s in a.sizes) or a.sizes != sorted(set(a.sizes)) or a.reps < 1 or a.startup_reps < 1:
         ap.error("--sizes must be ascending positive node counts, --reps at least 1")
     if not os.access("/usr/bin/time", os.X_OK):
         ap.error("/usr/bin/time (GNU time, Debian package time) is missing: run scripts/install-deps.sh")
@@ -148,6 +150,8 @@ def run_sizes(a, cp, va, results):
 def report(results, out, ok, t0):
     if results["sizes"] and all(s["scenarios"] for s in results["sizes"]):
         print(table(results))
+    if "startup" in results:
+        print("\n" + startup.table(results["startup"]))
     for size in results["sizes"]:
         for name, sc in size["scenarios"].items():
             if not sc["correctness"]["ok"]:
@@ -178,9 +182,13 @@ def main(argv=None):
     t0 = time.time()
     va = start_peers(a)
     try:
-        cp.start()
-        ok = run_sizes(a, cp, va, results)
-    except (controlplane.BuildError, RunFailed) as e:
+        if any(n in CLUSTER_SCENARIOS for n in a.scenario):
+            cp.start()
+            ok = run_sizes(a, cp, va, results)
+            cp.stop()
+        if startup.NAME in a.scenario:  # no cluster: once, after it is stopped
+            results["startup"] = startup.measure(a.gpuctl, bin_dir / "kubectl", a.startup_reps, cp.dir / "startup-home")
+    except (controlplane.BuildError, RunFailed, RuntimeError) as e:
         log("FAILED: %s" % e)
         results["error"] = str(e)
         ok = False
