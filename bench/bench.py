@@ -6,7 +6,7 @@ pods each (bench/populate.py) and one job per node with a GPU quota per namespac
 (bench/populate_jobs.py), and measures each scenario side by side with its peers in interleaved
 repetitions (bench/scenario.py; nodes_json.py, jobs_quota.py, startup.py). Writes a results JSON
 and prints markdown tables; exit 1 when a run or a correctness check fails (never because of a
-timing)."""
+timing). `--plot RESULTS.json` renders a results file's plots (bench/plot.py) instead."""
 import argparse
 import datetime
 import json
@@ -51,7 +51,12 @@ def parse_args(argv):
                     help="exit 77 (skipped) instead of building the control-plane binaries when they are missing")
     ap.add_argument("--concurrency", type=int, default=8, help="parallel connections while populating (default 8)")
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="scenarios to run (default all)")
+    ap.add_argument("--plot", metavar="RESULTS_JSON", help="only render the plots of a results file (bench/plot.py)")
+    ap.add_argument("--plot-dir", default=str(ROOT / "docs" / "benchmarks"),
+                    help="where --plot writes its PNGs (default docs/benchmarks)")
     a = ap.parse_args(argv)
+    if a.plot:
+        return a
     if a.quick:
         a.sizes, a.reps, a.startup_reps = "20", 2, 10
     try:
@@ -162,6 +167,9 @@ def report(results, out, ok, t0):
 
 def main(argv=None):
     a = parse_args(sys.argv[1:] if argv is None else argv)
+    if a.plot:
+        import plot
+        return plot.main([a.plot, a.plot_dir])
     # SIGTERM and SIGHUP stop us as Ctrl-C does: through the finally below, which stops the cluster.
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, lambda num, _: sys.exit(128 + num))
