@@ -53,15 +53,15 @@ def scenario_script(results, scenario, data, png, dat_dir):
     xtics = ", ".join("'%s' %d" % ("{:,}".format(n), n) for n in sizes)
     title = "%s (%s; %d repetitions)" % (scenario, results.get("date", "")[:10], results.get("reps", 0))
     return "\n".join([
-        "set terminal pngcairo size 1400,560 font 'DejaVu Sans,12' noenhanced",
+        "set terminal pngcairo size 1400,600 font 'DejaVu Sans,12' noenhanced",
         "set output '%s'" % png,
-        "set multiplot layout 1,2 title '%s' font 'DejaVu Sans,14'" % title,
+        "set multiplot layout 1,2 title \"%s\\n\" font 'DejaVu Sans,14'" % title,
         "set logscale xy", "set grid xtics ytics mytics lc rgb '#dddddd'",
         "set xtics (%s)" % xtics, "set xrange [%g:%g]" % (sizes[0] / 1.4, sizes[-1] * 1.4),
-        "set xlabel 'GPU nodes (10 pods each)'", "set key top left box opaque",
-        "set ylabel 'wall time, s (median; bar: min to max)'", "set title 'time'",
+        "set xlabel 'GPU nodes (10 pods each)'", "set key tmargin center horizontal",
+        "set ylabel 'wall time, s (median; bar: min to max)'",
         plot_lines(data, dat_dir, 2, True),
-        "set ylabel 'peak RSS, MiB (median)'", "set title 'memory'",
+        "set ylabel 'peak RSS, MiB (median)'",
         plot_lines(data, dat_dir, 5, False),
         "unset multiplot", ""])
 
@@ -74,11 +74,10 @@ def startup_script(st, png, dat_dir):
     return "\n".join([
         "set terminal pngcairo size 900,480 font 'DejaVu Sans,12' noenhanced",
         "set output '%s'" % png,
-        "set title 'startup: %d repetitions, median ms (bar: min to max)'" % st["reps"],
+        "set title 'startup: %d repetitions, median ms (bar: min to max); red dashes: the 5 ms target'" % st["reps"],
         "set style fill solid 0.7 border -1", "set boxwidth 0.6", "set grid ytics lc rgb '#dddddd'",
         "set yrange [0:*]", "set ylabel 'ms'", "set xrange [-0.6:%g]" % (len(rows) - 0.4), "unset key",
         "set arrow from -0.6,5 to %g,5 nohead dt 2 lw 2 lc rgb '#c0392b'" % (len(rows) - 0.4),
-        "set label 'target for gpuctl: 5 ms' at -0.6,5 left offset 0.5,0.7 tc rgb '#c0392b'",
         "plot '%s' using 1:3:xtic(2) with boxes lc rgb '#1f5fbf', '' using 1:3:4:5 with yerrorbars lc rgb 'black' pt 0, "
         "'' using 1:5:(sprintf('%%.1f', $3)) with labels offset 0,0.8" % f, ""])
 
