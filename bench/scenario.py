@@ -8,6 +8,7 @@ correctness check. The lists curl reads are discovered from one `gpuctl ... -v 2
 import json
 import re
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
 from controlplane import log
@@ -134,8 +135,19 @@ class ListScenario:
         return n
 
     def peer_requests(self, tool):
-        """HTTP requests of a peer other than kubectl (None: not counted)."""
-        return None
+        """HTTP requests of a peer without a request log, from one more run (not timed): the API
+        server's own count of resource requests (apiserver_request_total) before and after."""
+        before = self.api_requests()
+        self.runner(tool)(-1)
+        return self.api_requests() - before
+
+    def api_requests(self):
+        req = urllib.request.Request(self.cp.url + "/metrics", headers=self.cp.headers())
+        with urllib.request.urlopen(req, context=self.cp.ssl_context(), timeout=60) as r:
+            text = r.read().decode()
+        # Resource requests only: /metrics itself, /api and /apis (discovery) have resource="".
+        return int(sum(float(l.rsplit(" ", 1)[1]) for l in text.splitlines()
+                       if l.startswith("apiserver_request_total{") and re.search(r'[{,]resource="[^"]', l)))
 
     # -- the scenario ----------------------------------------------------------------------------
 
@@ -147,7 +159,9 @@ class ListScenario:
         tools = [t for t in self.tools() if not self.unavailable(t)]
         for t in tools:  # warm-up, not counted: kubectl's discovery cache, the apiserver's first lists
             self.runner(t)(-1)
-        requests = {"gpuctl": self.requests, "kubectl": self.kubectl_requests()}  # as in the timed runs
+        # as in the timed runs
+        requests = {"gpuctl": self.requests, "kubectl": self.kubectl_requests(),
+                    **{t: self.peer_requests(t) for t in tools if t not in ("gpuctl", "curl", "kubectl")}}
         runs = {t: [] for t in tools}
         for rep in range(reps):
             k = rep % len(tools)
@@ -163,8 +177,7 @@ class ListScenario:
             if t not in runs:
                 out["tools"][t] = {"unavailable": self.unavailable(t), "command": self.command(t)}
                 continue
-            n = requests[t] if t in requests else self.peer_requests(t)
-            out["tools"][t] = dict(summary(runs[t]), requests=n, runs=runs[t], command=self.command(t))
+            out["tools"][t] = dict(summary(runs[t]), requests=requests[t], runs=runs[t], command=self.command(t))
         out["correctness"] = self.correctness()
         return out
 
