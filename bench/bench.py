@@ -144,7 +144,7 @@ def run_sizes(a, cp, va, results):
             extra = {}
             if name in ("nodes-json", "nodes-table"):
                 p = va.wait()
-                extra[p.name] = p
+                extra[peers.VIEW_ALLOCATIONS_TOOL] = p
                 results["peers"] = {p.name: {"version": p.version, "path": p.path, "unavailable": p.reason}}
             sc = CLUSTER_SCENARIOS[name](cp, a.gpuctl, cp.dir / ("out-%d" % n), extra).measure(a.reps)
             size["scenarios"][name] = sc

@@ -10,9 +10,8 @@ import populate
 from controlplane import log
 from measure import check, run_measured
 from peers import VIEW_ALLOCATIONS
+from peers import VIEW_ALLOCATIONS_TOOL as VA
 from scenario import ListScenario
-
-VA = "view-allocations"
 
 
 class NodesJson(ListScenario):
@@ -21,12 +20,6 @@ class NodesJson(ListScenario):
     gpuctl_out = "gpuctl.json"
     peers = ("kubectl", VA)
     va_output = ["-o", "csv"]
-
-    def __init__(self, cp, gpuctl, work_dir, extra_peers=None):
-        extra = dict(extra_peers or {})
-        if VIEW_ALLOCATIONS in extra:
-            extra[VA] = extra.pop(VIEW_ALLOCATIONS)
-        super().__init__(cp, gpuctl, work_dir, extra)
 
     def peer_argv(self, tool):
         exe = self.extra[VA].path or VIEW_ALLOCATIONS

@@ -14,6 +14,7 @@ from pathlib import Path
 from controlplane import log
 
 VIEW_ALLOCATIONS = "kubectl-view-allocations"
+VIEW_ALLOCATIONS_TOOL = "view-allocations"  # its name in the tables and results
 VIEW_ALLOCATIONS_VERSION = "3.1.0"  # what `cargo install --locked` picked on 2026-12-06
 PEERS_ROOT = Path.home() / ".cache" / "gpuctl-bench" / "peers"
 

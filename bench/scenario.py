@@ -24,7 +24,7 @@ class ListScenario:
     peers = ("kubectl",)  # beside gpuctl and curl; each has a run_<peer> (dashes as underscores)
 
     def __init__(self, cp, gpuctl, work_dir, extra_peers=None):
-        """extra_peers: {name: peers.Peer} for the peers that are installed by the bench."""
+        """extra_peers: {tool name in the tables: peers.Peer} for the peers the bench installs."""
         self.cp, self.gpuctl = cp, str(Path(gpuctl).resolve())
         self.work = Path(work_dir) / self.name
         self.work.mkdir(parents=True, exist_ok=True)
