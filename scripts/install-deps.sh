@@ -13,8 +13,9 @@ packages=(
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
   tinyproxy microsocks
-  # scripts/bench: GNU time reports a measured child's peak RSS (the bench's own RSS stays out)
-  time
+  # scripts/bench: GNU time reports a measured child's peak RSS (the bench's own RSS stays out);
+  # pdsh is the peer of `gpuctl gpus` in the gpus-fanout scenario
+  time pdsh
 )
 
 missing=()
