@@ -24,8 +24,9 @@ import populate  # noqa: E402
 from controlplane import ROOT, log  # noqa: E402
 from measure import RunFailed  # noqa: E402
 from nodes_json import TOOLS, NodesJson  # noqa: E402
+import fleet  # noqa: E402
 
-SCENARIOS = ("nodes-json",)
+SCENARIOS = ("nodes-json",) + fleet.SCENARIOS
 
 
 def parse_args(argv):
@@ -42,6 +43,7 @@ def parse_args(argv):
                     help="exit 77 (skipped) instead of building the control-plane binaries when they are missing")
     ap.add_argument("--concurrency", type=int, default=8, help="parallel connections while populating (default 8)")
     ap.add_argument("--scenario", action="append", choices=SCENARIOS, help="scenarios to run (default all)")
+    fleet.add_args(ap)
     a = ap.parse_args(argv)
     if a.quick:
         a.sizes, a.reps = "20", 2
@@ -129,6 +131,7 @@ def main(argv=None):
                 sc = NodesJson(cp, a.gpuctl, cp.dir / ("out-%d" % n)).measure(a.reps)
                 size["scenarios"]["nodes-json"] = sc
                 ok = ok and sc["correctness"]["ok"]
+        ok = fleet.run(a, cp, results) and ok
     except (controlplane.BuildError, RunFailed) as e:
         log("FAILED: %s" % e)
         results["error"] = str(e)
@@ -142,6 +145,7 @@ def main(argv=None):
         out.write_text(json.dumps(results, indent=1) + "\n")
     if results["sizes"] and all(s["scenarios"] for s in results["sizes"]):
         print(table(results))
+    fleet.report(results)
     for size in results["sizes"]:
         for name, sc in size["scenarios"].items():
             if not sc["correctness"]["ok"]:

@@ -1,0 +1,35 @@
+"""The scenarios with hosts and nodes of their own (issue 14): gpus-fanout (bench/gpus_fanout.py)
+and drain (bench/drain.py). They run once, after the sizes, on the populated control plane; their
+results go to the results JSON's "fleet" and are printed as a table per scenario."""
+from gpus_fanout import GpusFanout
+from measure import tools_table
+
+SCENARIOS = ("gpus-fanout",)
+PEER = {"gpus-fanout": "pdsh"}
+# (full size, --quick)
+HOSTS, SSH_TIMEOUT_S = (256, 16), (60, 10)
+
+
+def add_args(ap):
+    ap.add_argument("--hosts", type=int, help="gpus-fanout: sshd hosts, 10%% of them hung (default %d; --quick %d)" % HOSTS)
+    ap.add_argument("--ssh-timeout", type=int, help="gpus-fanout: the per-host deadline in seconds, for gpuctl and "
+                    "pdsh alike (default %d; --quick %d)" % SSH_TIMEOUT_S)
+
+def run(a, cp, results):
+    """Runs the selected scenarios; False when a correctness check failed."""
+    q = 1 if a.quick else 0
+    ok = True
+    for name in (s for s in SCENARIOS if s in a.scenario):
+        work = cp.dir / ("out-" + name)
+        sc = GpusFanout(cp, a.gpuctl, work, a.hosts or HOSTS[q], a.ssh_timeout or SSH_TIMEOUT_S[q]).measure(a.reps)
+        results.setdefault("fleet", {})[name] = sc
+        ok = ok and sc["correctness"]["ok"]
+    return ok
+
+
+def report(results):
+    for name, sc in results.get("fleet", {}).items():
+        print("\n" + tools_table(name, sc, PEER[name]))
+        print("target: %s" % ", ".join("%s=%s" % kv for kv in sc["target"].items()))
+        if not sc["correctness"]["ok"]:
+            print("%s: wrong results:\n  %s" % (name, "\n  ".join(sc["correctness"]["errors"])))
