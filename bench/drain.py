@@ -9,6 +9,7 @@ makes their pods Running and deletes them once evicted, as a kubelet would. The 
 stay Running). Before every repetition the node is uncordoned and its pods re-created; after every
 drain the node must be cordoned with only its DaemonSet pods left."""
 import contextlib
+import subprocess
 import time
 import urllib.parse
 from pathlib import Path
@@ -53,7 +54,7 @@ class Drain:
             self.kwok.terminate()
             try:
                 self.kwok.wait(10)
-            except Exception:
+            except subprocess.TimeoutExpired:
                 self.kwok.kill()
                 self.kwok.wait()
         self.kwok = None

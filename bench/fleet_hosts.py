@@ -57,6 +57,14 @@ class FleetHosts(cluster.Cluster):
             self.make_ssh()
             self.save()
 
+    def sshd_config(self, addrs):
+        # A session's bash reads the account's ~/.bashrc when sshd runs it (Debian's
+        # SSH_SOURCE_BASHRC) unless SHLVL says it is not a top-level shell. Here that file is this
+        # machine's own (root's pyenv init: a pyenv rehash per login, seconds of CPU at 256 logins
+        # and a stale lock, making every later login wait 60 s, when a session is killed in it);
+        # a simulated GPU host's shell has no business running it.
+        return super().sshd_config(addrs) + "SetEnv SHLVL=1\n"
+
     def save(self):
         # The state only: cluster.json describes a whole e2e cluster, which this is not.
         cluster.write_file(self.state_file, json.dumps(self.state, indent=1, sort_keys=True))

@@ -97,6 +97,7 @@ class GpusFanout:
         out = self.work / ("%s.out" % tool)
         res = run_measured(self.argv(tool), out, env=self.tool_env(tool), timeout=3 * self.deadline + 120)
         text = out.read_text(errors="replace")
+        (self.work / ("%s.err" % tool)).write_text(res["stderr"])
         errors = self.check_gpuctl(res, text) if tool == "gpuctl" else self.check_pdsh(res, text)
         return {"wall_s": res["wall_s"], "rss_kib": res["rss_kib"], "rc": res["rc"], "errors": errors[:10]}
 
