@@ -38,5 +38,6 @@ def report(results):
     for name, sc in results.get("fleet", {}).items():
         print("\n" + tools_table(name, sc, PEER[name]))
         print("target: %s" % ", ".join("%s=%s" % kv for kv in sc["target"].items()))
-        if not sc["correctness"]["ok"]:
-            print("%s: wrong results:\n  %s" % (name, "\n  ".join(sc["correctness"]["errors"])))
+        for who, key in (("gpuctl", "errors"), (PEER[name], "peer_errors")):
+            if sc["correctness"].get(key):
+                print("%s: %s's results were wrong:\n  %s" % (name, who, "\n  ".join(sc["correctness"][key])))
