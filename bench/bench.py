@@ -30,9 +30,10 @@ from controlplane import ROOT, log  # noqa: E402
 from jobs_quota import Jobs, Quota  # noqa: E402
 from measure import RunFailed  # noqa: E402
 from nodes_json import NodesJson, NodesTable  # noqa: E402
+import fleet  # noqa: E402
 
 CLUSTER_SCENARIOS = {c.name: c for c in (NodesJson, NodesTable, Jobs, Quota)}
-SCENARIOS = tuple(CLUSTER_SCENARIOS) + (startup.NAME,)
+SCENARIOS = tuple(CLUSTER_SCENARIOS) + (startup.NAME,) + fleet.SCENARIOS
 
 
 def parse_args(argv):
@@ -54,6 +55,7 @@ def parse_args(argv):
     ap.add_argument("--plot", metavar="RESULTS_JSON", help="only render the plots of a results file (bench/plot.py)")
     ap.add_argument("--plot-dir", default=str(ROOT / "docs" / "benchmarks"),
                     help="where --plot writes its PNGs (default docs/benchmarks)")
+    fleet.add_args(ap)
     a = ap.parse_args(argv)
     if a.plot:
         return a
@@ -157,6 +159,7 @@ def report(results, out, ok, t0):
         print(table(results))
     if "startup" in results:
         print("\n" + startup.table(results["startup"]))
+    fleet.report(results)
     for size in results["sizes"]:
         for name, sc in size["scenarios"].items():
             if not sc["correctness"]["ok"]:
@@ -190,9 +193,10 @@ def main(argv=None):
     t0 = time.time()
     va = start_peers(a)
     try:
-        if any(n in CLUSTER_SCENARIOS for n in a.scenario):
+        if any(n in CLUSTER_SCENARIOS or n in fleet.SCENARIOS for n in a.scenario):
             cp.start()
             ok = run_sizes(a, cp, va, results)
+            ok = fleet.run(a, cp, results) and ok
             cp.stop()
         if startup.NAME in a.scenario:  # no cluster: once, after it is stopped
             results["startup"] = startup.measure(a.gpuctl, bin_dir / "kubectl", a.startup_reps, cp.dir / "startup-home")

@@ -9,6 +9,7 @@ import os
 import signal
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -53,3 +54,37 @@ def summary(runs):
     rss = [r["rss_kib"] / 1024.0 for r in runs]
     return {"median_s": statistics.median(walls), "min_s": min(walls), "max_s": max(walls),
             "rss_mib_median": statistics.median(rss), "rss_mib_max": max(rss), "reps": len(runs)}
+
+
+def interleave(name, tools, reps, run):
+    """`reps` rounds of run(tool) for every tool, the order alternating between rounds; each run
+    returns {"wall_s", "rss_kib", "errors": [...]}. Returns {tool: [runs]}."""
+    runs = {t: [] for t in tools}
+    for rep in range(reps):
+        for t in (tools if rep % 2 == 0 else tools[::-1]):
+            runs[t].append(run(t))
+        print("[bench %s] %s rep %d/%d: %s" % (time.strftime("%H:%M:%S"), name, rep + 1, reps, ", ".join(
+            "%s %.2fs%s" % (t, runs[t][-1]["wall_s"], " (WRONG)" if runs[t][-1]["errors"] else "") for t in tools)),
+            file=sys.stderr, flush=True)
+    return runs
+
+
+def tools_and_correctness(runs, commands):
+    """The scenario's "tools" (summary, runs, command of each) and "correctness": ok unless a run
+    of gpuctl was wrong; what the peer got wrong is reported (peer_errors), never a failure."""
+    def errors(tools):
+        return ["%s rep %d: %s" % (t, k + 1, e) for t in tools for k, r in enumerate(runs[t]) for e in r["errors"]]
+    mine = errors(["gpuctl"])
+    return ({t: dict(summary(r), runs=r, command=commands[t]) for t, r in runs.items()},
+            {"ok": not mine, "errors": mine[:20], "peer_errors": errors([t for t in runs if t != "gpuctl"])[:20]})
+
+
+def tools_table(name, sc, peer):
+    """A markdown table of a two-tool scenario: gpuctl beside its peer."""
+    lines = ["| scenario | tool | median s | min s | max s | x %s | peak RSS MiB (median) |" % peer,
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for t, r in sc["tools"].items():
+        lines.append("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.1f |" % (
+            name, t, r["median_s"], r["min_s"], r["max_s"], r["median_s"] / sc["tools"][peer]["median_s"],
+            r["rss_mib_median"]))
+    return "\n".join(lines)

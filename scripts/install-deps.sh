@@ -14,8 +14,9 @@ packages=(
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
   tinyproxy microsocks
   # scripts/bench: GNU time reports a measured child's peak RSS (the bench's own RSS stays out);
-  # gnuplot renders the plots of docs/benchmarks (bench/plot.py)
-  time gnuplot-nox
+  # gnuplot renders the plots of docs/benchmarks (bench/plot.py); pdsh is the peer of `gpuctl gpus`
+  # in the gpus-fanout scenario
+  time gnuplot-nox pdsh
 )
 
 missing=()
