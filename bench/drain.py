@@ -26,6 +26,9 @@ KWOK_LABEL = ("bench.gpuctl.dev/kwok", "drain")
 NODE_INDEX = {"gpuctl": 900002, "kubectl": 900062}
 FLAGS = ["--ignore-daemonsets", "--delete-emptydir-data", "--grace-period", "30", "--timeout", "300s"]
 MERGE = "application/merge-patch+json"
+# The drained nodes' workload pods live in a namespace of their own: the team namespaces carry
+# the jobs scenario's GPU quotas, which would refuse them.
+NAMESPACE = "bench-drain"
 
 
 class Drain:
@@ -60,6 +63,11 @@ class Drain:
         self.kwok = None
 
     def setup(self):
+        api(self.cp, "POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                                    "metadata": {"name": NAMESPACE}}, ok=(201, 409))
+        # No controller-manager here makes the default service account that admission wants.
+        api(self.cp, "POST", "/api/v1/namespaces/%s/serviceaccounts" % NAMESPACE,
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}}, ok=(201, 409))
         for ns, app in {(d[0], d[1]) for d in populate.DAEMONS}:
             api(self.cp, "POST", "/apis/apps/v1/namespaces/%s/daemonsets" % ns, daemonset(app), ok=(201, 409))
         for tool, i in NODE_INDEX.items():
@@ -104,6 +112,7 @@ class Drain:
             pod["metadata"].pop("uid")
             if j >= len(populate.DAEMONS):  # job pods stay Running (kwok's pod-complete leaves them)
                 pod["metadata"]["labels"][cluster.SIM_LABEL + "/outcome"] = "run"
+                pod["metadata"]["namespace"] = NAMESPACE
             tasks.append([("POST", "/api/v1/namespaces/%s/pods" % pod["metadata"]["namespace"], pod, "application/json")])
         populate.Writer(self.cp).run(tasks)
         wait_for(lambda: sum(p.get("status", {}).get("phase") == "Running" for p in self.pods_on(name)) == self.pods,
