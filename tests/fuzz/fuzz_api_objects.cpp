@@ -2,11 +2,14 @@
 // jobs, pods and events into job summaries (`gpuctl jobs`), pod specs against nodes for the
 // scheduler's rules. The server decides these objects' shapes, so any JSON value may stand where
 // an object is expected. The input is JSON: a list's items, an array's elements or one value, each
-// used as node, pod, job and event. Invariant: every model serializes for -o json.
+// used as node, pod, job and event. Invariants: every model serializes for -o json; the projected
+// decoder (kube::parse_projected) reads what json::parse reads, and the inventory built from
+// projected objects is the inventory built from whole ones.
 #include <chrono>
 
 #include "fuzz_support.hpp"
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/jobs/jobs.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
@@ -55,6 +58,27 @@ void check_placement(const std::vector<json>& objects) {
   }
 }
 
+// Each object decoded again through the inventory's projections: the same inventory, unless a
+// pod was skipped for a field the inventory does not read (the projection drops that field).
+void check_projections(std::string_view text, const json& value, const std::vector<json>& objects,
+                       std::chrono::system_clock::time_point now) {
+  auto whole_again = kube::parse_projected(text, kube::Projection{});
+  GPUCTL_FUZZ_CHECK(whole_again.has_value() && *whole_again == value, "parse_projected differs from json::parse");
+  std::vector<json> nodes, pods;
+  for (const auto& object : objects) {
+    std::string dumped = object.dump();
+    auto node = kube::parse_projected(dumped, ops::inventory_node_fields());
+    auto pod = kube::parse_projected(dumped, ops::inventory_pod_fields());
+    GPUCTL_FUZZ_CHECK(node.has_value() && pod.has_value(), "a projection refused what json::parse read");
+    nodes.push_back(std::move(*node));
+    pods.push_back(std::move(*pod));
+  }
+  ops::NodeInventory whole = ops::build_node_inventory(objects, objects, true, now);
+  if (!whole.skipped.empty()) return;
+  ops::NodeInventory projected = ops::build_node_inventory(nodes, pods, true, now);
+  GPUCTL_FUZZ_CHECK(ops::to_json(projected) == ops::to_json(whole), "projected inventory differs");
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -67,6 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<json> objects = objects_in(value);
   const auto now = std::chrono::system_clock::time_point{} + std::chrono::hours(24 * 365 * 57);
   check_inventory(objects, now);
+  check_projections(text, value, objects, now);
   fuzz::dump_checked(ops::to_json(ops::build_job_list(objects, objects, objects, true, now)), "job list");
   check_placement(objects);
   for (const auto& node : objects) {

@@ -132,6 +132,12 @@ TEST_CASE("ops::build_node_inventory reads projected nodes and pods exactly as w
     REQUIRE(projected_list);
     CHECK(projected_list->dump().size() < whole_list.dump().size());
     std::vector<json> pods, projected_pods;
+    // A NoExecute taint's timeAdded is read (kubectl's notation shows it) though no shape checks it.
+    whole_list["items"][0]["spec"]["taints"].push_back(
+        {{"key", "node.kubernetes.io/unreachable"}, {"effect", "NoExecute"}, {"timeAdded", "2026-12-02T11:00:00Z"}});
+    text = whole_list.dump();
+    projected_list = parse_projected(text, Projection::list_of(gpuctl::ops::inventory_node_fields()));
+    REQUIRE(projected_list);
     for (const auto& node : whole_list["items"]) {
       std::string name = node["metadata"]["name"];
       for (const char* gpus : {"1", "0", "2"}) {

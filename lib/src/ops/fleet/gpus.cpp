@@ -172,6 +172,9 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
   GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
   kube::ListOptions pod_list;
   pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
+  // The inventory's fields are all that gpu_pods_by_node reads too; whole pods would hold
+  // ~90 KiB each for the whole probe (nodes stay whole: ssh address rules may read any label).
+  pod_list.fields = inventory_pod_fields();
   GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
 
   GpuView view;

@@ -207,7 +207,11 @@ NodeInventory inventory_from(const std::vector<json>& nodes, PodTally tally, boo
 }  // namespace
 
 const kube::Projection& inventory_node_fields() {
-  static const kube::Projection fields(kube::node_shapes());
+  // The shape table, and the small lists the readers walk kept whole (node_taints reads a
+  // taint's timeAdded, which the table does not check): what is dropped is what is large and
+  // never read (managedFields, status.images, volumesAttached).
+  static const kube::Projection fields(kube::node_shapes(),
+                                       {"spec.taints", "status.conditions", "status.addresses", "status.nodeInfo"});
   return fields;
 }
 
