@@ -107,11 +107,11 @@ JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& p
 }
 
 const JobListFields& job_list_fields() {
+  // The shape tables list every field the job summaries read.
   static const JobListFields fields{
-      kube::Projection(kube::job_shapes(), {"status.ready"}),
+      kube::Projection(kube::job_shapes()),
       kube::Projection(kube::pod_shapes()),
-      // events.k8s.io/v1 names what core/v1 calls involvedObject and message "regarding" and "note".
-      kube::Projection(kube::event_shapes(), {"regarding", "note", "series"}),
+      kube::Projection(kube::event_shapes()),
   };
   return fields;
 }

@@ -274,18 +274,23 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
   const std::string where = ns.empty() ? "any namespace" : "namespace " + ns;
   QuotaViewInput input;
   if (!ns.empty()) input.always_show.push_back(ns);
-  GPUCTL_TRY_ASSIGN(kube::ListResult quotas, client.list(kube::paths::resource_quotas(ns)));
+  // Each list decodes only what its kind's shape table names: the fields the view reads.
+  kube::ListOptions quota_list;
+  quota_list.fields = kube::Projection(kube::quota_shapes());
+  GPUCTL_TRY_ASSIGN(kube::ListResult quotas, client.list(kube::paths::resource_quotas(ns), quota_list));
   input.quotas = std::move(quotas.items);
   GPUCTL_TRY_ASSIGN(kube::ListResult limit_ranges, client.list(kube::paths::limit_ranges(ns)));
   input.limit_ranges = std::move(limit_ranges.items);
   kube::ListOptions running;
   running.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  running.fields = kube::Projection(kube::pod_shapes());
   GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), running));
   input.pods = std::move(pods.items);
 
   GpuQuotaList list;
   kube::ListOptions warnings;
   warnings.field_selector = "type=Warning";
+  warnings.fields = kube::Projection(kube::event_shapes());
   auto events = client.list(kube::paths::events(ns), warnings);
   if (events) {
     input.events = std::move(events->items);
@@ -295,7 +300,9 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
                     events.error().message));
   }
   if (events) {
-    auto jobs = client.list(kube::paths::jobs(ns));
+    kube::ListOptions job_list;
+    job_list.fields = kube::Projection(kube::job_shapes());
+    auto jobs = client.list(kube::paths::jobs(ns), job_list);
     if (jobs) {
       input.jobs = std::move(jobs->items);
     } else {
