@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -127,6 +128,41 @@ Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOp
   return std::move(jobs.items);
 }
 
+// The pods of `jobs` only, kept page by page as build_job_list will match them (by the owning
+// Job's uid, else by the job-name label): the cluster's other pods are never held. Malformed
+// pods are named in `skipped`, as before.
+Result<std::vector<json>> list_pods_of(kube::Client& client, const std::string& ns, const std::vector<json>& jobs,
+                                       std::vector<std::string>& skipped) {
+  std::set<std::string> uids;
+  std::set<Key> names;
+  for (const auto& job : jobs) {
+    uids.insert(str(job, "/metadata/uid"_json_pointer));
+    names.insert({kube::namespace_of(job), kube::name_of(job)});
+  }
+  uids.erase("");
+  std::vector<json> kept;
+  std::vector<std::string> malformed;
+  kube::ListPageSink sink;
+  sink.on_items = [&](std::vector<json>& page) -> Result<void> {
+    for (auto& pod : kube::keep_well_formed(std::move(page), "pod", kube::pod_shape_problem, malformed)) {
+      std::string uid = owner_job_uid(pod);
+      if (uid.empty() ? names.contains({kube::namespace_of(pod), job_name_label(pod)}) : uids.contains(uid)) {
+        kept.push_back(std::move(pod));
+      }
+    }
+    return {};
+  };
+  sink.on_restart = [&] {
+    kept.clear();
+    malformed.clear();
+  };
+  kube::ListOptions pod_list;
+  pod_list.fields = job_list_fields().pods;
+  GPUCTL_TRY(client.list_pages(kube::paths::pods(ns), pod_list, sink));
+  skipped.insert(skipped.end(), malformed.begin(), malformed.end());
+  return kept;
+}
+
 }  // namespace
 
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now) {
@@ -145,16 +181,13 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   // The jobs' pods, whatever their phase (failed pods carry the exit code), and the Job
   // controller's FailedCreate events (quota refusals). Why pods pend is in their own
   // PodScheduled condition, so pod events are not needed.
-  kube::ListOptions pod_list;
-  pod_list.fields = job_list_fields().pods;
-  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), pod_list));
+  GPUCTL_TRY_ASSIGN(std::vector<json> pods, list_pods_of(client, ns, jobs, skipped));
   kube::ListOptions event_list;
   event_list.field_selector = "involvedObject.kind=Job,reason=FailedCreate";
   event_list.fields = job_list_fields().events;
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
-  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, skipped);
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
-  JobList list = build_job_list(jobs, pods.items, events.items, true, now);
+  JobList list = build_job_list(jobs, pods, events.items, true, now);
   list.skipped = std::move(skipped);
   return list;
 }
