@@ -299,15 +299,15 @@ TEST_CASE("ops::build_job_list reads projected jobs, pods and events exactly as 
        {"note", "Error creating: pods \"starved-y\" is forbidden: exceeded quota: gpu"},
        {"series", {{"count", 5}, {"lastObservedTime", "2026-12-02T10:07:00.000000Z"}}},
        {"eventTime", "2026-12-02T10:06:00.000000Z"}}};
-  const auto& fields = gpuctl::ops::job_list_fields();
   auto project = [](const std::vector<json>& objects, const Projection& projection) {
     std::vector<json> out;
     for (const auto& o : objects) out.push_back(*parse_projected(o.dump(), projection));
     return out;
   };
   auto whole = gpuctl::ops::build_job_list(jobs, pods, events, true, now);
-  auto projected = gpuctl::ops::build_job_list(project(jobs, fields.jobs), project(pods, fields.pods),
-                                               project(events, fields.events), true, now);
+  auto projected = gpuctl::ops::build_job_list(project(jobs, Projection(gpuctl::kube::job_shapes())),
+                                               project(pods, Projection(gpuctl::kube::pod_shapes())),
+                                               project(events, Projection(gpuctl::kube::event_shapes())), true, now);
   REQUIRE(whole.jobs.size() == 3);
   CHECK(gpuctl::ops::to_json(projected) == gpuctl::ops::to_json(whole));
 }

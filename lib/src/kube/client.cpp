@@ -207,10 +207,7 @@ Result<json> decode_object(const HttpResponse& resp, std::string_view path, cons
 }
 
 Result<std::string> Client::get_text(std::string_view path, const Query& query) {
-  HttpRequest req;
-  req.method = "GET";
-  GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
-  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, fetch(path, query));
   return std::move(resp.body);
 }
 

@@ -111,10 +111,7 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
     return {};
   };
   sink.on_restart = [&] { result.items.clear(); };
-  GPUCTL_TRY_ASSIGN(ListSummary summary, list_pages(path, options, sink));
-  result.resource_version = std::move(summary.resource_version);
-  result.pages = summary.pages;
-  result.restarts = summary.restarts;
+  GPUCTL_TRY_ASSIGN(static_cast<ListSummary&>(result), list_pages(path, options, sink));
   return result;
 }
 

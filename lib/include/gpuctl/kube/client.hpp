@@ -85,11 +85,8 @@ struct ListSummary {
   int restarts = 0;  // restarts after 410 Expired
 };
 
-struct ListResult {
+struct ListResult : ListSummary {
   std::vector<nlohmann::json> items;
-  std::string resource_version;  // of the (last) list, for a following watch
-  int pages = 0;
-  int restarts = 0;  // restarts after 410 Expired
 };
 
 struct WatchEvent {

@@ -107,23 +107,14 @@ JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& p
   return list;
 }
 
-const JobListFields& job_list_fields() {
-  // The shape tables list every field the job summaries read.
-  static const JobListFields fields{
-      kube::Projection(kube::job_shapes()),
-      kube::Projection(kube::pod_shapes()),
-      kube::Projection(kube::event_shapes()),
-  };
-  return fields;
-}
-
 namespace {
 
 Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOptions& options) {
   std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
   kube::ListOptions list;
   list.label_selector = options.label_selector;
-  list.fields = job_list_fields().jobs;
+  // Each list decodes only its kind's shape table: every field the job summaries read.
+  list.fields = kube::Projection(kube::job_shapes());
   GPUCTL_TRY_ASSIGN(kube::ListResult jobs, client.list(kube::paths::jobs(ns), list));
   return std::move(jobs.items);
 }
@@ -157,7 +148,7 @@ Result<std::vector<json>> list_pods_of(kube::Client& client, const std::string& 
     malformed.clear();
   };
   kube::ListOptions pod_list;
-  pod_list.fields = job_list_fields().pods;
+  pod_list.fields = kube::Projection(kube::pod_shapes());
   GPUCTL_TRY(client.list_pages(kube::paths::pods(ns), pod_list, sink));
   skipped.insert(skipped.end(), malformed.begin(), malformed.end());
   return kept;
@@ -184,7 +175,7 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   GPUCTL_TRY_ASSIGN(std::vector<json> pods, list_pods_of(client, ns, jobs, skipped));
   kube::ListOptions event_list;
   event_list.field_selector = "involvedObject.kind=Job,reason=FailedCreate";
-  event_list.fields = job_list_fields().events;
+  event_list.fields = kube::Projection(kube::event_shapes());
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
   JobList list = build_job_list(jobs, pods, events.items, true, now);

@@ -11,7 +11,6 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/client.hpp"
-#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -36,14 +35,6 @@ struct JobList {
 // out unless include_non_gpu_jobs.
 JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vector<nlohmann::json>& pods,
                        const std::vector<nlohmann::json>& events, bool include_non_gpu_jobs, util::TimePoint now);
-
-// The fields the job list reads of jobs, pods and events; its lists decode only these.
-struct JobListFields {
-  kube::Projection jobs;
-  kube::Projection pods;
-  kube::Projection events;
-};
-const JobListFields& job_list_fields();
 
 // Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list.
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now);
