@@ -1,5 +1,4 @@
 // gpuctl's entry point: process-wide setup, then run_cli. The one top-level catch is here.
-#include <curl/curl.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -12,7 +11,6 @@
 
 int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);  // a closed pipe is a write error, not a silent death
-  curl_global_init(CURL_GLOBAL_DEFAULT);
   // Ctrl-C and SIGTERM stop the work cleanly (children stopped, the summary printed, exit 130 or
   // 143); a second one exits at once.
   gpuctl::util::install_interrupt_handlers(
@@ -27,6 +25,5 @@ int main(int argc, char** argv) {
     code = 1;
   }
   std::cout.flush();
-  curl_global_cleanup();
   return gpuctl::cli::settle_exit_code(code);
 }

@@ -1,7 +1,7 @@
 // libcurl behind the Transport interface. Private to the library: no public header includes
 // curl. Easy handles are pooled so several threads (parallel drains) can send at once, and a
-// share handle lets them reuse connections, TLS sessions and DNS answers.
-#include <curl/curl.h>
+// share handle lets them reuse connections, TLS sessions and DNS answers. libcurl itself is
+// loaded on the first request (curl_library.hpp), so commands that send none never load it.
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "curl_library.hpp"
 #include "gpuctl/kube/transport.hpp"
 #include "gpuctl/util/cancel.hpp"
 
@@ -20,12 +21,16 @@ namespace gpuctl::kube {
 namespace {
 
 struct EasyDeleter {
-  void operator()(CURL* h) const { curl_easy_cleanup(h); }
+  const CurlLibrary* curl = nullptr;
+  void operator()(CURL* h) const { curl->easy_cleanup(h); }
 };
 using EasyHandle = std::unique_ptr<CURL, EasyDeleter>;
 
 struct SlistDeleter {
-  void operator()(curl_slist* l) const { curl_slist_free_all(l); }
+  const CurlLibrary* curl = nullptr;
+  void operator()(curl_slist* l) const {
+    if (l != nullptr) curl->slist_free_all(l);
+  }
 };
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 
@@ -117,6 +122,7 @@ size_t on_body(char* data, size_t size, size_t count, void* user) {
 
 // What one request's curl options point at: it outlives curl_easy_perform.
 struct RequestState {
+  explicit RequestState(const CurlLibrary* curl) : headers(nullptr, {curl}), connect_to_list(nullptr, {curl}) {}
   Exchange ex;
   char error_buffer[CURL_ERROR_SIZE] = {0};
   std::string url;
@@ -134,28 +140,41 @@ int abandon_when_cancelled(void*, curl_off_t, curl_off_t, curl_off_t, curl_off_t
 
 class CurlTransport final : public Transport {
  public:
-  explicit CurlTransport(TransportSettings settings) : settings_(std::move(settings)) {
-    share_ = curl_share_init();
-    curl_share_setopt(share_, CURLSHOPT_LOCKFUNC, &CurlTransport::lock);
-    curl_share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &CurlTransport::unlock);
-    curl_share_setopt(share_, CURLSHOPT_USERDATA, this);
-    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
-    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-    curl_share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-  }
+  explicit CurlTransport(TransportSettings settings) : settings_(std::move(settings)) {}
   ~CurlTransport() override {
     pool_.clear();  // easy handles must go before the share handle
-    curl_share_cleanup(share_);
+    if (share_ != nullptr) curl_->share_cleanup(share_);
   }
   CurlTransport(const CurlTransport&) = delete;
   CurlTransport& operator=(const CurlTransport&) = delete;
 
-  Result<HttpResponse> send(const HttpRequest& request) override { return perform(request, nullptr); }
+  Result<HttpResponse> send(const HttpRequest& request) override {
+    GPUCTL_TRY(ready());
+    return perform(request, nullptr);
+  }
   Result<HttpResponse> send_streaming(const HttpRequest& request, const BodyChunkHandler& on_chunk) override {
+    GPUCTL_TRY(ready());
     return perform(request, &on_chunk);
   }
 
  private:
+  // libcurl and the share handle, on the first request (from whichever thread sends it first).
+  Result<void> ready() {
+    std::lock_guard guard(pool_mutex_);
+    if (curl_ != nullptr) return {};
+    GPUCTL_TRY_ASSIGN(const CurlLibrary* curl, curl_library());
+    share_ = curl->share_init();
+    if (share_ == nullptr) return fail(Errc::internal, "libcurl could not create a share handle");
+    curl->share_setopt(share_, CURLSHOPT_LOCKFUNC, &CurlTransport::lock);
+    curl->share_setopt(share_, CURLSHOPT_UNLOCKFUNC, &CurlTransport::unlock);
+    curl->share_setopt(share_, CURLSHOPT_USERDATA, this);
+    curl->share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl->share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl->share_setopt(share_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    curl_ = curl;
+    return {};
+  }
+
   static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
     static_cast<CurlTransport*>(user)->share_locks_[static_cast<size_t>(data) % kLocks].lock();
   }
@@ -170,7 +189,7 @@ class CurlTransport final : public Transport {
       pool_.pop_back();
       return h;
     }
-    return EasyHandle(curl_easy_init());
+    return EasyHandle(curl_->easy_init(), EasyDeleter{curl_});
   }
   void release(EasyHandle h) {
     std::lock_guard guard(pool_mutex_);
@@ -181,8 +200,8 @@ class CurlTransport final : public Transport {
   // address while TLS verifies (and SNI names) the TLS name; then the request's own headers.
   void set_target(CURL* h, const HttpRequest& request, RequestState& st) const {
     st.url = request.url;
-    auto add_header = [&st](const std::string& line) {
-      st.headers.reset(curl_slist_append(st.headers.release(), line.c_str()));
+    auto add_header = [this, &st](const std::string& line) {
+      st.headers.reset(curl_->slist_append(st.headers.release(), line.c_str()));
     };
     if (!settings_.tls_server_name.empty()) {
       // Verify (and send SNI for) tls-server-name while connecting to the configured address:
@@ -190,10 +209,10 @@ class CurlTransport final : public Transport {
       UrlParts parts;
       if (split_url(st.url, parts)) {
         st.connect_to = fmt::format("{}:{}:{}:{}", settings_.tls_server_name, parts.port, parts.host, parts.port);
-        st.connect_to_list.reset(curl_slist_append(nullptr, st.connect_to.c_str()));
+        st.connect_to_list.reset(curl_->slist_append(nullptr, st.connect_to.c_str()));
         add_header(fmt::format("Host: {}:{}", parts.host, parts.port));
         st.url = fmt::format("{}://{}:{}{}", parts.scheme, settings_.tls_server_name, parts.port, parts.rest);
-        curl_easy_setopt(h, CURLOPT_CONNECT_TO, st.connect_to_list.get());
+        curl_->setopt(h, CURLOPT_CONNECT_TO, st.connect_to_list.get());
       }
     }
     for (const auto& [name, value] : request.headers) add_header(name + ": " + value);
@@ -201,80 +220,80 @@ class CurlTransport final : public Transport {
   }
 
   void set_connection_options(CURL* h, const HttpRequest& request, RequestState& st) const {
-    curl_easy_setopt(h, CURLOPT_URL, st.url.c_str());
-    curl_easy_setopt(h, CURLOPT_SHARE, share_);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, st.error_buffer);
-    curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-    curl_easy_setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_->setopt(h, CURLOPT_URL, st.url.c_str());
+    curl_->setopt(h, CURLOPT_SHARE, share_);
+    curl_->setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_->setopt(h, CURLOPT_ERRORBUFFER, st.error_buffer);
+    curl_->setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+    curl_->setopt(h, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_->setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
     // Never resolve "." or ".." segments: the path sent is the path the client checked.
-    curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
-    if (!settings_.disable_compression) curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-    if (!settings_.user_agent.empty()) curl_easy_setopt(h, CURLOPT_USERAGENT, settings_.user_agent.c_str());
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
+    curl_->setopt(h, CURLOPT_PATH_AS_IS, 1L);
+    if (!settings_.disable_compression) curl_->setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    if (!settings_.user_agent.empty()) curl_->setopt(h, CURLOPT_USERAGENT, settings_.user_agent.c_str());
+    curl_->setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(settings_.connect_timeout.count()));
     auto timeout = request.timeout.count() > 0 ? request.timeout : settings_.request_timeout;
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
+    curl_->setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(timeout.count()));
   }
 
   // Verification, the CA, the client certificate (the request's: an exec plugin may supply it) and
   // the proxy.
   void set_tls_options(CURL* h, const HttpRequest& request, RequestState& st) const {
     if (settings_.insecure_skip_tls_verify) {
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+      curl_->setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_->setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
     } else {
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
-      curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+      curl_->setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+      curl_->setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
     }
     if (!settings_.ca_pem.empty()) {
       st.ca_blob = curl_blob{const_cast<char*>(settings_.ca_pem.data()), settings_.ca_pem.size(), CURL_BLOB_NOCOPY};
-      curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &st.ca_blob);
+      curl_->setopt(h, CURLOPT_CAINFO_BLOB, &st.ca_blob);
     }
     if (!request.client_cert_pem.empty()) {
       st.cert_blob = curl_blob{const_cast<char*>(request.client_cert_pem.data()), request.client_cert_pem.size(),
                                CURL_BLOB_NOCOPY};
       st.key_blob =
           curl_blob{const_cast<char*>(request.client_key_pem.data()), request.client_key_pem.size(), CURL_BLOB_NOCOPY};
-      curl_easy_setopt(h, CURLOPT_SSLCERT_BLOB, &st.cert_blob);
-      curl_easy_setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
-      curl_easy_setopt(h, CURLOPT_SSLKEY_BLOB, &st.key_blob);
-      curl_easy_setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
+      curl_->setopt(h, CURLOPT_SSLCERT_BLOB, &st.cert_blob);
+      curl_->setopt(h, CURLOPT_SSLCERTTYPE, "PEM");
+      curl_->setopt(h, CURLOPT_SSLKEY_BLOB, &st.key_blob);
+      curl_->setopt(h, CURLOPT_SSLKEYTYPE, "PEM");
     }
-    if (!settings_.proxy_url.empty()) curl_easy_setopt(h, CURLOPT_PROXY, settings_.proxy_url.c_str());
+    if (!settings_.proxy_url.empty()) curl_->setopt(h, CURLOPT_PROXY, settings_.proxy_url.c_str());
   }
 
   // The method, the body, the header list, the callbacks that fill `st.ex`, and for reads the
   // progress callback that abandons them on Ctrl-C.
-  static void set_method_and_body(CURL* h, const HttpRequest& request, RequestState& st) {
+  void set_method_and_body(CURL* h, const HttpRequest& request, RequestState& st) const {
     if (request.method == "GET") {
-      curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+      curl_->setopt(h, CURLOPT_HTTPGET, 1L);
     } else if (request.method == "POST") {
-      curl_easy_setopt(h, CURLOPT_POST, 1L);
+      curl_->setopt(h, CURLOPT_POST, 1L);
     } else {
-      curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+      curl_->setopt(h, CURLOPT_CUSTOMREQUEST, request.method.c_str());
     }
     if (request.method != "GET") {
-      curl_easy_setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
-      curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      curl_->setopt(h, CURLOPT_POSTFIELDS, request.body.c_str());
+      curl_->setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
     }
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, st.headers.get());
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, &st.ex);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &st.ex);
+    curl_->setopt(h, CURLOPT_HTTPHEADER, st.headers.get());
+    curl_->setopt(h, CURLOPT_HEADERFUNCTION, &on_header);
+    curl_->setopt(h, CURLOPT_HEADERDATA, &st.ex);
+    curl_->setopt(h, CURLOPT_WRITEFUNCTION, &on_body);
+    curl_->setopt(h, CURLOPT_WRITEDATA, &st.ex);
     if (request.method == "GET") {
-      curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, &abandon_when_cancelled);
-      curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+      curl_->setopt(h, CURLOPT_XFERINFOFUNCTION, &abandon_when_cancelled);
+      curl_->setopt(h, CURLOPT_NOPROGRESS, 0L);
     }
   }
 
   // The protocol spoken and whether a new connection was opened, for the -v request log.
-  static void read_connection_info(CURL* h, HttpResponse& response) {
+  void read_connection_info(CURL* h, HttpResponse& response) const {
     long http_version = 0;
     long new_connections = 0;
-    curl_easy_getinfo(h, CURLINFO_HTTP_VERSION, &http_version);
-    curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &new_connections);
+    curl_->easy_getinfo(h, CURLINFO_HTTP_VERSION, &http_version);
+    curl_->easy_getinfo(h, CURLINFO_NUM_CONNECTS, &new_connections);
     response.protocol = http_version == CURL_HTTP_VERSION_2_0   ? "HTTP/2"
                         : http_version == CURL_HTTP_VERSION_3   ? "HTTP/3"
                         : http_version == CURL_HTTP_VERSION_1_0 ? "HTTP/1.0"
@@ -286,21 +305,21 @@ class CurlTransport final : public Transport {
     EasyHandle handle = acquire();
     if (!handle) return fail(Errc::internal, "libcurl could not create a handle");
     CURL* h = handle.get();
-    curl_easy_reset(h);
+    curl_->easy_reset(h);
 
-    RequestState st;
+    RequestState st(curl_);
     st.ex.on_chunk = on_chunk;
     set_target(h, request, st);
     set_connection_options(h, request, st);
     set_tls_options(h, request, st);
     set_method_and_body(h, request, st);
 
-    CURLcode rc = curl_easy_perform(h);
+    CURLcode rc = curl_->easy_perform(h);
     read_connection_info(h, st.ex.response);
     // Options that point at our stack must not outlive this call in the pooled handle.
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, nullptr);
-    curl_easy_setopt(h, CURLOPT_CONNECT_TO, nullptr);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, nullptr);
+    curl_->setopt(h, CURLOPT_HTTPHEADER, nullptr);
+    curl_->setopt(h, CURLOPT_CONNECT_TO, nullptr);
+    curl_->setopt(h, CURLOPT_ERRORBUFFER, nullptr);
     release(std::move(handle));
 
     if (rc == CURLE_WRITE_ERROR && st.ex.stopped_by_handler) return std::move(st.ex.response);
@@ -314,7 +333,7 @@ class CurlTransport final : public Transport {
   }
 
   Error describe_failure(CURLcode rc, const char* detail, const HttpRequest& request) const {
-    std::string why = redact_urls_in(detail[0] != '\0' ? detail : curl_easy_strerror(rc));
+    std::string why = redact_urls_in(detail[0] != '\0' ? detail : curl_->easy_strerror(rc));
     std::string where = server_of(request.url);
     Error e;
     e.code = Errc::transport;
@@ -400,6 +419,7 @@ class CurlTransport final : public Transport {
 
   static constexpr size_t kLocks = 8;
   TransportSettings settings_;
+  const CurlLibrary* curl_ = nullptr;  // set by ready()
   CURLSH* share_ = nullptr;
   std::mutex share_locks_[kLocks];
   std::mutex pool_mutex_;
