@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <sstream>
 
 #include "gpuctl/util/fanout.hpp"
 
@@ -99,4 +101,56 @@ TEST_CASE("fanout: a program that cannot start is a result, not an error", "[fan
   auto results = util::run_fanout({missing}, {});
   REQUIRE(results);
   CHECK((*results)[0].process.start_error == ENOENT);
+}
+
+TEST_CASE("fanout: a large batch is spawned from several threads, each child with its own pipes and job", "[fanout]") {
+  // 100 jobs at once are spawned by helper threads (16 per thread). Every output must come back
+  // to its own job, and no child may hold another's pipe (one without close-on-exec, created
+  // while another thread spawns, would leak into that child): each child names its index and
+  // the target of every descriptor it has open, its own stdout first.
+  constexpr int kJobs = 100;
+  std::vector<util::ProcessOptions> jobs;
+  for (int i = 0; i < kJobs; i++) {
+    jobs.push_back(
+        sh("echo " + std::to_string(i) + "; readlink /proc/$$/fd/1; for f in /proc/$$/fd/*; do readlink $f; done"));
+  }
+  util::FanoutOptions options;
+  options.max_parallel = kJobs;
+  auto results = util::run_fanout(jobs, options);
+  REQUIRE(results);
+  REQUIRE(results->size() == kJobs);
+  std::vector<std::string> own_stdout(kJobs);
+  std::vector<std::vector<std::string>> open_fds(kJobs);
+  for (int i = 0; i < kJobs; i++) {
+    INFO("job " << i);
+    std::istringstream lines((*results)[i].process.stdout_text);
+    std::string index;
+    std::getline(lines, index);
+    CHECK(index == std::to_string(i));
+    std::getline(lines, own_stdout[i]);
+    CHECK(own_stdout[i].rfind("pipe:", 0) == 0);
+    for (std::string line; std::getline(lines, line);) open_fds[i].push_back(line);
+  }
+  for (int i = 0; i < kJobs; i++) {
+    for (int j = 0; j < kJobs; j++) {
+      if (i == j) continue;
+      INFO("job " << i << " holds job " << j << "'s stdout " << own_stdout[j]);
+      CHECK(std::find(open_fds[i].begin(), open_fds[i].end(), own_stdout[j]) == open_fds[i].end());
+    }
+  }
+}
+
+TEST_CASE("fanout: every job of a batch is given its whole deadline", "[fanout]") {
+  // Deadlines count from the batch's start (the spawning of the others is inside each one), and
+  // no job is killed before its own has passed.
+  std::vector<util::ProcessOptions> jobs;
+  for (int i = 0; i < 40; i++) jobs.push_back(sh("sleep 30", 600ms));
+  util::FanoutOptions options;
+  options.max_parallel = 40;
+  auto results = util::run_fanout(jobs, options);
+  REQUIRE(results);
+  for (const auto& r : *results) {
+    CHECK(r.process.timed_out);
+    CHECK(r.duration >= 600ms);
+  }
 }

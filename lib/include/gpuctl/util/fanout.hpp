@@ -29,7 +29,9 @@ struct FanoutResult {
 };
 
 // Every job's ProcessOptions is used as run_process would; each job's `timeout` is its deadline,
-// counted from its own start. An Error only when the machinery itself fails (no pipes). When
+// counted from when the fan-out started it: jobs started together (up to max_parallel of them)
+// share one start, so the time spent spawning them is inside every deadline, and with
+// max_parallel at least the jobs' count the whole fan-out ends within the longest timeout. An Error only when the machinery itself fails (no pipes). When
 // gpuctl is interrupted (util/cancel.hpp) no further job starts, the running ones are stopped
 // (util::stop_children), and every job not finished by then has process.interrupted set.
 Result<std::vector<FanoutResult>> run_fanout(const std::vector<ProcessOptions>& jobs, const FanoutOptions& options);
