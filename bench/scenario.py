@@ -1,5 +1,6 @@
 """What every list scenario shares: one gpuctl command beside the limit (curl fetching exactly the
-lists gpuctl reads, page by page, as gpuctl asks for them: HTTP/2, gzip) and beside its peers
+lists gpuctl reads, page by page, as gpuctl asks for them: HTTP/2, gzip, protobuf where gpuctl
+got protobuf) and beside its peers
 (kubectl, kubectl-view-allocations), in interleaved repetitions after one warm-up run of each;
 then a correctness check that each scenario defines over gpuctl's output and the raw curl pages.
 
@@ -15,6 +16,46 @@ from controlplane import log
 from measure import RunFailed, check, run_measured, summary
 
 LOG_LINE = re.compile(r"^(GET|POST|PUT|PATCH|DELETE) (\S+) (\d{3}) in \d+ ms")
+# What gpuctl sends for the lists it reads in protobuf (kube/protobuf.hpp: kAcceptProtobufOrJson).
+ACCEPT_PROTOBUF = "application/vnd.kubernetes.protobuf, application/json"
+
+
+def _varint(b, i):
+    value = shift = 0
+    while True:
+        c = b[i]
+        i += 1
+        value |= (c & 0x7f) << shift
+        shift += 7
+        if c < 0x80:
+            return value, i
+
+
+def _fields(b, i, end):
+    """(number, value) of each field of one protobuf message: ints, or (start, end) of bytes."""
+    while i < end:
+        tag, i = _varint(b, i)
+        number, wire = tag >> 3, tag & 7
+        if wire == 0:
+            value, i = _varint(b, i)
+        elif wire == 2:
+            size, i = _varint(b, i)
+            value, i = (i, i + size), i + size
+        elif wire in (1, 5):
+            value, i = None, i + (8 if wire == 1 else 4)
+        else:
+            raise ValueError("wire type %d" % wire)
+        yield number, value
+
+
+def protobuf_continue(b):
+    """The continue token of a protobuf list page ("k8s\\0", runtime.Unknown {raw = 2}, the list's
+    ListMeta = 1 with continue = 3); None on the last page."""
+    raw = next(v for n, v in _fields(b, 4, len(b)) if n == 2)
+    for n, v in _fields(b, raw[0], raw[1]):
+        if n == 1:
+            return next((b[w[0]:w[1]].decode() for m, w in _fields(b, v[0], v[1]) if m == 3), None) or None
+    return None
 
 
 class ListScenario:
@@ -31,12 +72,15 @@ class ListScenario:
         self.kubectl = str(cp.bin / "kubectl")
         self.extra = extra_peers or {}
         self.env = {"PATH": "/usr/bin:/bin", "HOME": str(cp.dir), "KUBECONFIG": str(cp.kubeconfig), "NO_COLOR": "1"}
-        hdr = cp.pki / "curl-headers"
-        hdr.write_text("Authorization: Bearer %s\nAccept: application/json\n" % cp.token)
+        self.headers = {}
+        for kind, accept in (("json", "application/json"), ("protobuf", ACCEPT_PROTOBUF)):
+            self.headers[kind] = cp.pki / ("curl-headers-" + kind)
+            self.headers[kind].write_text("Authorization: Bearer %s\nAccept: %s\n" % (cp.token, accept))
         # Not curl's own User-Agent: the apiserver pretty-prints JSON for curl/ and Wget/ agents,
         # which would make curl read larger pages than gpuctl does.
         self.curl_base = ["curl", "-sS", "--fail", "--http2", "--compressed", "--cacert", str(cp.pki / "ca.crt"),
-                          "-H", "@" + str(hdr), "-A", "gpuctl-bench"]
+                          "-A", "gpuctl-bench"]
+        self.protobuf_lists = set()
 
     def tools(self):
         return ["gpuctl", "curl"] + list(self.peers)
@@ -60,17 +104,23 @@ class ListScenario:
         if not reqs:
             raise RunFailed("%s logged no requests:\n%s" % (what, res["stderr"][-2000:]))
         lists = []
-        for _, url, _ in reqs:
-            u = urllib.parse.urlsplit(url)
+        for line in res["stderr"].splitlines():
+            m = LOG_LINE.match(line)
+            if not m:
+                continue
+            u = urllib.parse.urlsplit(m.group(2))
             q = [(k, v) for k, v in urllib.parse.parse_qsl(u.query) if k != "continue"]
             base = (u.path, tuple(q))
             if base not in lists:
                 lists.append(base)
+            if ", protobuf" in line:  # gpuctl asked for protobuf and got it: curl asks as it does
+                self.protobuf_lists.add(base)
         self.lists = lists
         self.requests = len(reqs)
         detail = sorted({l.split(" in ", 1)[1].split("[", 1)[-1].rstrip("]") for l in res["stderr"].splitlines()
                          if LOG_LINE.match(l) and "[" in l})
         self.info = {"requests": self.requests, "lists": ["%s?%s" % (p, urllib.parse.urlencode(q)) for p, q in lists],
+                     "protobuf": ["%s?%s" % (p, urllib.parse.urlencode(q)) for p, q in lists if (p, q) in self.protobuf_lists],
                      "transport": detail[:4]}
         log("%s: gpuctl reads %d lists in %d requests: %s" % (self.name, len(lists), self.requests,
                                                                 ", ".join(self.info["lists"])))
@@ -81,24 +131,37 @@ class ListScenario:
         return [check(run_measured([self.gpuctl, *self.gpuctl_args], self.work / self.gpuctl_out, env=self.env),
                       "gpuctl " + " ".join(self.gpuctl_args))]
 
-    def run_curl(self, rep):
+    def run_curl(self, rep, json_only=False):
         """Every list page by page, following continue; one curl per page (the token is in the
-        page just read: only its first bytes are looked at, outside the timed part)."""
+        page just read: only its metadata is looked at, outside the timed part). A list gpuctl
+        reads in protobuf is asked for in protobuf, unless json_only (the correctness check's
+        pages, not timed)."""
         runs, pages = [], []
         for path, query in self.lists:
+            kind = "protobuf" if (path, query) in self.protobuf_lists and not json_only else "json"
             token, n = None, 0
             while True:
                 q = list(query) + ([("continue", token)] if token else [])
                 url = "%s%s?%s" % (self.cp.url, path, urllib.parse.urlencode(q))
-                out = self.work / ("curl-%s-%d.json" % (path.rsplit("/", 1)[-1], n))
-                runs.append(check(run_measured(self.curl_base + ["-o", str(out), url], env=self.env), "curl " + url))
+                out = self.work / ("curl-%s-%d.%s" % (path.rsplit("/", 1)[-1], n, kind))
+                argv = self.curl_base + ["-H", "@" + str(self.headers[kind]), "-o", str(out), url]
+                runs.append(check(run_measured(argv, env=self.env), "curl " + url))
                 pages.append(out)
                 with open(out, "rb") as f:
-                    m = re.search(rb'"continue":\s*"([^"]*)"', f.read(4096))
-                token, n = (m.group(1).decode() if m else None), n + 1
+                    head = f.read(4) == b"k8s\0"
+                if head:
+                    token = protobuf_continue(out.read_bytes())
+                else:
+                    with open(out, "rb") as f:
+                        m = re.search(rb'"continue":\s*"([^"]*)"', f.read(4096))
+                    token = m.group(1).decode() if m else None
+                n += 1
                 if not token:
                     break
-        self.curl_pages = pages
+        if json_only:
+            self.json_pages = pages
+        else:
+            self.curl_pages = pages
         return runs
 
     def kubectl_base(self):
@@ -187,8 +250,10 @@ class ListScenario:
         if t == "kubectl":
             return " && ".join(quote(a) for a in self.kubectl_argvs())
         if t == "curl":
-            return "curl -sS --fail --http2 --compressed --cacert CA -H @HEADERS -A gpuctl-bench URL (one per page, " \
-                "following continue): " + ", ".join(self.info["lists"])
+            return "curl -sS --fail --http2 --compressed --cacert CA -A gpuctl-bench -H @HEADERS -o PAGE URL (one per " \
+                "page, following continue; HEADERS: the token and Accept: application/json, or Accept: %s for the " \
+                "lists gpuctl read in protobuf: %s): %s" % (ACCEPT_PROTOBUF, ", ".join(self.info["protobuf"]) or "none",
+                                                            ", ".join(self.info["lists"]))
         return quote(self.peer_argv(t))
 
     def peer_argv(self, tool):
@@ -199,9 +264,14 @@ class ListScenario:
         raise NotImplementedError
 
     def pages_items(self):
-        """{kind of list (NodeList, PodList...): [items]} from the last curl run's pages."""
+        """{kind of list (NodeList, PodList...): [items]} from the last curl run's pages, or, where
+        some were protobuf, from one more curl run of the same lists in JSON (not timed)."""
+        pages = self.curl_pages
+        if self.protobuf_lists:
+            self.run_curl(-1, json_only=True)
+            pages = self.json_pages
         got = {}
-        for page in self.curl_pages:
+        for page in pages:
             doc = json.loads(page.read_bytes())
             got.setdefault(doc.get("kind"), []).extend(doc.get("items") or [])
         return got

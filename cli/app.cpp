@@ -84,7 +84,10 @@ Result<kube::Client*> AppContext::client() {
       } else {
         std::string detail;
         if (verbosity >= 2) {
-          detail = fmt::format(" [{}, {} connection{}]", log.protocol, log.new_connection ? "new" : "reused",
+          // Protobuf is named (gpuctl asks for it for the largest lists); JSON is the default.
+          bool protobuf = log.content_type.starts_with("application/vnd.kubernetes.protobuf");
+          detail = fmt::format(" [{}, {} connection{}{}]", log.protocol, log.new_connection ? "new" : "reused",
+                               protobuf ? ", protobuf" : "",
                                log.content_encoding.empty() ? "" : ", " + log.content_encoding);
         }
         err << fmt::format("{} {} {} in {} ms{}{}\n", log.method, log.url, log.status, log.duration.count(),

@@ -248,6 +248,11 @@ class NodesTest(h.TestCase):
         self.assertIn("/api/v1/pods?fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded", requests[1])
         self.assertIn("[HTTP/2, new connection", requests[0])
         self.assertIn("[HTTP/2, reused connection", requests[1])
+        # The pods, the largest list, arrive in protobuf (the real API server's answer to
+        # gpuctl's Accept); the nodes in JSON. The inventory's numbers checked by the other tests
+        # of this suite were read from that protobuf.
+        self.assertIn(", protobuf", requests[1])
+        self.assertNotIn("protobuf", requests[0])
         for secret in h.info()["tokens"].values():
             self.assertNotIn(secret, r.stderr)
 

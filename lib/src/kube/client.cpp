@@ -186,9 +186,10 @@ Result<json> Client::get(std::string_view path, const Query& query) {
   return decode_object(resp, path, {});
 }
 
-Result<HttpResponse> Client::fetch(std::string_view path, const Query& query) {
+Result<HttpResponse> Client::fetch(std::string_view path, const Query& query, std::string_view accept) {
   HttpRequest req;
   req.method = "GET";
+  if (!accept.empty()) req.headers.emplace_back("Accept", std::string(accept));
   GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
   return send(std::move(req));
 }

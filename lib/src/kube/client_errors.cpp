@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/protobuf.hpp"
 #include "kube/client_internal.hpp"
 
 namespace gpuctl::kube {
@@ -63,8 +64,13 @@ Error decode_api_error(const HttpResponse& response, std::string_view method, st
 
   std::string server_message;
   bool decoded = false;
-  if (response.header("content-type").find("json") != std::string_view::npos || response.body.starts_with("{")) {
-    auto status = json::parse(response.body, nullptr, false);
+  // An answer to a protobuf request (a list, client_list.cpp) carries its Status in protobuf.
+  std::string body = response.body;
+  if (response.header("content-type").starts_with(proto::kMediaType)) {
+    if (auto text = proto::status_as_json(response.body)) body = std::move(*text);
+  }
+  if (response.header("content-type").find("json") != std::string_view::npos || body.starts_with("{")) {
+    auto status = json::parse(body, nullptr, false);
     if (status.is_object() && string_field(status, "kind") == "Status") {
       decoded = true;
       server_message = string_field(status, "message");
@@ -85,7 +91,7 @@ Error decode_api_error(const HttpResponse& response, std::string_view method, st
       }
     }
   }
-  if (!decoded) server_message = detail::collapse_whitespace(response.body.substr(0, 2048));
+  if (!decoded) server_message = detail::collapse_whitespace(body.substr(0, 2048));
 
   std::string what = fmt::format("{} {}", method, detail::path_of(url));
   switch (response.status) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/protobuf.hpp"
 
 namespace gpuctl::kube {
 
@@ -79,11 +80,34 @@ class ContinuePeek {
   bool in_continue_ = false;
 };
 
-std::optional<std::string> peek_continue(std::string_view body) {
+bool is_protobuf(const HttpResponse& response) {
+  return response.header("content-type").starts_with(proto::kMediaType);
+}
+
+std::optional<std::string> peek_continue(const HttpResponse& response) {
+  if (is_protobuf(response)) return proto::peek_continue(response.body);
   ContinuePeek peek;
-  json::sax_parse(body.begin(), body.end(), &peek);
+  json::sax_parse(response.body.begin(), response.body.end(), &peek);
   return peek.token;
 }
+
+// How one page is asked for and decoded: in protobuf where the reader's schema covers its
+// fields (the server may still answer JSON), else JSON through the projection.
+struct PageCodec {
+  const ListOptions& options;
+  Projection page_fields = Projection::list_of(options.fields);
+  bool protobuf = options.protobuf != nullptr && proto::covers(*options.protobuf, options.fields);
+
+  std::string_view accept() const { return protobuf ? proto::kAcceptProtobufOrJson : std::string_view{}; }
+  Result<json> decode(const HttpResponse& response, std::string_view path) const {
+    if (protobuf && is_protobuf(response)) {
+      auto page = proto::decode_list(response.body, *options.protobuf, options.fields);
+      if (!page) return fail(page.error().with_context(fmt::format("GET {}", path)));
+      return page;
+    }
+    return decode_object(response, path, page_fields);
+  }
+};
 
 Query page_query(const ListOptions& options, const std::string& token) {
   Query query;
@@ -117,7 +141,7 @@ Result<ListResult> Client::list(std::string_view path, const ListOptions& option
 
 Result<ListSummary> Client::list_pages(std::string_view path, const ListOptions& options, const ListPageSink& sink) {
   ListSummary result;
-  const Projection page_fields = Projection::list_of(options.fields);
+  const PageCodec codec{options};
   std::string token;
   // The next page, fetched on another thread while this one decodes (pipelined, as curl and
   // kubectl are not: their pages wait for the decode in between).
@@ -127,17 +151,18 @@ Result<ListSummary> Client::list_pages(std::string_view path, const ListOptions&
     // A prefetch has always finished here (waited for below); one for another token (the
     // decoded metadata disagreed with the peek) is dropped.
     Result<HttpResponse> raw =
-        ahead.valid() && ahead_token == token ? ahead.get() : fetch(path, page_query(options, token));
+        ahead.valid() && ahead_token == token ? ahead.get() : fetch(path, page_query(options, token), codec.accept());
     ahead = {};
     if (raw && options.limit > 0) {
-      if (auto next = peek_continue(raw->body); next && !next->empty() && *next != token) {
+      if (auto next = peek_continue(*raw); next && !next->empty() && *next != token) {
         ahead_token = *next;
-        ahead = std::async(std::launch::async, [this, where = std::string(path), query = page_query(options, *next)] {
-          return fetch(where, query);
-        });
+        ahead = std::async(std::launch::async,
+                           [this, &codec, where = std::string(path), query = page_query(options, *next)] {
+                             return fetch(where, query, codec.accept());
+                           });
       }
     }
-    Result<json> page = raw ? decode_object(*raw, path, page_fields) : fail(raw.error());
+    Result<json> page = raw ? codec.decode(*raw, path) : fail(raw.error());
     // The sink and the rest of this loop may use the client: never while a prefetch does.
     if (ahead.valid()) ahead.wait();
     if (!page) {

@@ -52,11 +52,14 @@ void report_request(const ClientOptions& options, const HttpRequest& wire, const
                  sent ? std::string() : redact_urls_in(sent.error().message),
                  {},
                  false,
+                 {},
                  {}};
   if (sent) {
     log.protocol = sent->protocol;
     log.new_connection = sent->new_connection;
     log.content_encoding = std::string(sent->header("content-encoding"));
+    std::string_view type = sent->header("content-type");
+    log.content_type = std::string(type.substr(0, std::min(type.find(';'), type.size())));
   }
   options.on_request(log);
 }

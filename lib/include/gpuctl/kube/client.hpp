@@ -20,6 +20,10 @@
 
 namespace gpuctl::kube {
 
+namespace proto {
+struct Message;  // protobuf.hpp
+}
+
 // Query parameters, percent-encoded when rendered.
 class Query {
  public:
@@ -68,6 +72,10 @@ struct ListOptions {
   int max_restarts = 3;
   // The fields of each item to decode (projection.hpp); the rest is never built. Default: all.
   Projection fields;
+  // The items' protobuf schema (protobuf.hpp, e.g. proto::pod()): the list is asked for in
+  // protobuf, with JSON as the server's fallback, when the schema covers `fields`; the items
+  // are the same JSON either way. nullptr: JSON.
+  const proto::Message* protobuf = nullptr;
 };
 
 // Where list_pages hands each page as soon as it is decoded; the page is freed after.
@@ -113,6 +121,7 @@ struct RequestLog {
   std::string protocol;          // "HTTP/2", "HTTP/1.1"
   bool new_connection = false;   // false: a kept-alive connection was reused
   std::string content_encoding;  // "gzip" when the server compressed the answer
+  std::string content_type;      // the answer's media type, e.g. "application/json"
 };
 
 struct ClientOptions {
@@ -180,8 +189,9 @@ class Client {
   Result<std::string> whoami();
 
  private:
-  // GET path?query, the answer undecoded (non-2xx already turned into an Error).
-  Result<HttpResponse> fetch(std::string_view path, const Query& query);
+  // GET path?query, the answer undecoded (non-2xx already turned into an Error); `accept`: the
+  // Accept header (default JSON).
+  Result<HttpResponse> fetch(std::string_view path, const Query& query, std::string_view accept = {});
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
   Result<void> authenticate(HttpRequest& request);
   Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;

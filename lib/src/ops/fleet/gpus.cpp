@@ -9,6 +9,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/protobuf.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
 
@@ -175,6 +176,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
   // The inventory's fields are all that gpu_pods_by_node reads too; whole pods would hold
   // ~90 KiB each for the whole probe (nodes stay whole: ssh address rules may read any label).
   pod_list.fields = inventory_pod_fields();
+  pod_list.protobuf = &kube::proto::pod();
   GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
 
   GpuView view;

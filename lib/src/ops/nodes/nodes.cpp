@@ -9,6 +9,7 @@
 
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/protobuf.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
 #include "gpuctl/util/time.hpp"
@@ -253,6 +254,7 @@ Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInv
   pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
   pod_list.from_cache = options.from_cache;
   pod_list.fields = inventory_pod_fields();
+  pod_list.protobuf = &kube::proto::pod();  // half the API server's time of JSON for the largest list
   PodTally tally;
   kube::ListPageSink sink;
   sink.on_items = [&](std::vector<json>& pods) -> Result<void> {
