@@ -43,6 +43,14 @@ class Jobs(ListScenario):
         return res
 
 
+def whole_quantity(text):
+    """A count as the API server writes it: it canonicalizes 2000 to "2k" (decimal SI suffixes;
+    GPU counts are never fractional or binary)."""
+    scale = {"k": 10 ** 3, "M": 10 ** 6, "G": 10 ** 9, "T": 10 ** 12}
+    text = str(text)
+    return int(text[:-1]) * scale[text[-1]] if text[-1:] in scale else int(text)
+
+
 class Quota(ListScenario):
     name = "quota"
     gpuctl_args = ("quota", "-A", "-o", "json")
@@ -56,7 +64,8 @@ class Quota(ListScenario):
         for q in raw:
             st = q.get("status", {})
             want[(q["metadata"]["namespace"], q["metadata"]["name"])] = {
-                "hard": int(st.get("hard", {}).get(GPU_KEY, -1)), "used": int(st.get("used", {}).get(GPU_KEY, -1))}
+                "hard": whole_quantity(st.get("hard", {}).get(GPU_KEY, "-1")),
+                "used": whole_quantity(st.get("used", {}).get(GPU_KEY, "-1"))}
         got = {}
         for item in json.loads((self.work / self.gpuctl_out).read_bytes())["items"]:
             for q in item.get("quotas", []):

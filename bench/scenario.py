@@ -85,8 +85,12 @@ class ListScenario:
     def tools(self):
         return ["gpuctl", "curl"] + list(self.peers)
 
+    skipped_peers = set()  # --skip-peer: left out of every list scenario
+
     def unavailable(self, tool):
         """Why a peer cannot run (None when it can)."""
+        if tool in self.skipped_peers:
+            return "left out (--skip-peer %s)" % tool
         if tool in ("gpuctl", "curl", "kubectl"):
             return None
         p = self.extra.get(tool)
@@ -223,7 +227,7 @@ class ListScenario:
         for t in tools:  # warm-up, not counted: kubectl's discovery cache, the apiserver's first lists
             self.runner(t)(-1)
         # as in the timed runs
-        requests = {"gpuctl": self.requests, "kubectl": self.kubectl_requests(),
+        requests = {"gpuctl": self.requests, **({"kubectl": self.kubectl_requests()} if "kubectl" in tools else {}),
                     **{t: self.peer_requests(t) for t in tools if t not in ("gpuctl", "curl", "kubectl")}}
         runs = {t: [] for t in tools}
         for rep in range(reps):

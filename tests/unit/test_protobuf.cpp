@@ -71,6 +71,7 @@ TEST_CASE("protobuf: a schema covers only projections whose every field it knows
   CHECK_FALSE(proto::covers(proto::pod(), Projection{"spec"}));                   // PodSpec is partial
   CHECK_FALSE(proto::covers(proto::pod(), Projection{"spec.volumes"}));
   CHECK_FALSE(proto::covers(proto::pod(), Projection{"metadata.name", "status.conditions"}));
+  CHECK_FALSE(proto::covers(proto::pod(), Projection{"metadata.labels.app"}));  // one label of a map
 }
 
 TEST_CASE("protobuf: the continue token is read from the metadata alone", "[protobuf]") {

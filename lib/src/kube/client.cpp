@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -61,8 +62,27 @@ struct Client::TokenFileCache {
   bool has_read = false;
 };
 
+namespace {
+// The caller's callbacks, called one at a time: requests are sent from several threads at once
+// (list_pages' prefetch, lists read side by side), and a callback writes to the caller's streams.
+void serialize_callbacks(ClientOptions& options) {
+  auto lock = std::make_shared<std::mutex>();
+  auto guard = [&lock]<typename Arg>(std::function<void(Arg)>& callback) {
+    if (!callback) return;
+    callback = [lock, inner = std::move(callback)](Arg arg) {
+      std::lock_guard held(*lock);
+      inner(arg);
+    };
+  };
+  guard(options.on_request);
+  guard(options.on_warning);
+  guard(options.on_wait);
+}
+}  // namespace
+
 Client::Client(RestConfig config, std::unique_ptr<Transport> transport, ClientOptions options)
     : config_(std::move(config)), transport_(std::move(transport)), options_(std::move(options)) {
+  serialize_callbacks(options_);
   if (config_.exec)
     exec_ = std::make_unique<ExecCredentialSource>(config_, options_.stdin_is_terminal, ExecCredentialSource::Clock{},
                                                    options_.on_wait);
@@ -109,7 +129,7 @@ Result<void> check_impersonation(const RestConfig& config) {
 }
 }  // namespace
 
-Result<void> Client::authenticate(HttpRequest& request) {
+Result<void> Client::authenticate(HttpRequest& request, std::optional<ExecCredential>* sent_with) {
   request.client_cert_pem = config_.client_cert_pem;
   request.client_key_pem = config_.client_key_pem;
   std::string token = config_.bearer_token;
@@ -137,6 +157,7 @@ Result<void> Client::authenticate(HttpRequest& request) {
   if (exec_) {
     Result<ExecCredential> cred = exec_->get();
     if (!cred) return fail(cred.error());
+    if (sent_with != nullptr) *sent_with = *cred;
     if (!cred->token.empty()) {
       token = cred->token;
       token_field = "the exec credential plugin's token";

@@ -136,7 +136,8 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
     if (util::cancelled()) return fail(util::cancelled_error(request.method + " request not sent"));
     HttpRequest wire = request;
     wire.headers = base_headers;
-    GPUCTL_TRY(authenticate(wire));
+    std::optional<ExecCredential> sent_with;
+    GPUCTL_TRY(authenticate(wire, &sent_with));
     if (deadline) {
       // A retry gets what is left of the call's deadline, never a fresh one.
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - std::chrono::steady_clock::now());
@@ -161,10 +162,11 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
 
     if (response.status == 401 && exec_ && !exec_refreshed) {
       // Credentials from an exec plugin may have been revoked early: run it again, once.
+      // The credential this request carried: when another thread's 401 already replaced it,
+      // refresh() hands out the new one instead of running the plugin again.
       exec_refreshed = true;
-      auto stale = exec_->get();
-      if (stale) {
-        auto fresh = exec_->refresh(*stale);
+      if (sent_with) {
+        auto fresh = exec_->refresh(*sent_with);
         if (!fresh) return fail(fresh.error());
       }
       continue;

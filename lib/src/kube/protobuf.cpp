@@ -222,7 +222,12 @@ bool covers_node(const Message& message, const Node& keep) {
   for (const auto& [name, child] : keep.children) {
     const Field* field = message.by_name(name);
     if (field == nullptr) return false;
-    if (field->type != Type::message) continue;
+    // Below a scalar or a map ("metadata.labels.app") the JSON projection keeps part of the
+    // value; protobuf would give all of it.
+    if (field->type != Type::message) {
+      if (!child.children.empty()) return false;
+      continue;
+    }
     if (child.children.empty() ? !field->message->complete : !covers_node(*field->message, child)) return false;
   }
   return true;

@@ -147,6 +147,7 @@ struct ClientOptions {
 };
 
 class ExecCredentialSource;
+struct ExecCredential;
 
 class Client {
  public:
@@ -193,7 +194,9 @@ class Client {
   // Accept header (default JSON).
   Result<HttpResponse> fetch(std::string_view path, const Query& query, std::string_view accept = {});
   Result<HttpResponse> send_impl(HttpRequest request, const BodyChunkHandler* on_chunk);
-  Result<void> authenticate(HttpRequest& request);
+  // Sets the request's credentials; `sent_with` (when given) receives the exec plugin's
+  // credential it used, so a 401 refreshes exactly that one.
+  Result<void> authenticate(HttpRequest& request, std::optional<ExecCredential>* sent_with = nullptr);
   Result<std::string> url_for(std::string_view method, std::string_view path, const Query& query) const;
   void sleep_for(std::chrono::milliseconds d) const;
 

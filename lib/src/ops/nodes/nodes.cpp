@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <future>
 #include <map>
 #include <unordered_map>
 
@@ -242,11 +243,15 @@ NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::ve
 }
 
 Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options) {
+  // The nodes are read on a second thread while the pods are: the API server encodes both lists
+  // at once (at 5,000 nodes the node list is a fifth of its work), where one after the other
+  // left a core idle.
   kube::ListOptions node_list;
   node_list.label_selector = options.label_selector;
   node_list.from_cache = options.from_cache;
   node_list.fields = inventory_node_fields();
-  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
+  auto nodes_read =
+      std::async(std::launch::async, [&client, node_list] { return client.list(kube::paths::nodes(), node_list); });
 
   // Only pods that hold resources: bound to a node and not finished. The server filters; each
   // page is folded into the per-node counts as it arrives, so memory holds one page of pods.
@@ -262,8 +267,11 @@ Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInv
     return {};
   };
   sink.on_restart = [&] { tally = PodTally{}; };
-  GPUCTL_TRY(client.list_pages(kube::paths::pods(), pod_list, sink));
+  Result<kube::ListSummary> pods_read = client.list_pages(kube::paths::pods(), pod_list, sink);
 
+  // The node list's error first: it is what a one-list tool would have said.
+  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, nodes_read.get());
+  GPUCTL_TRY(pods_read);
   return inventory_from(nodes.items, std::move(tally), options.include_non_gpu_nodes, std::chrono::system_clock::now());
 }
 
