@@ -109,8 +109,10 @@ TEST_CASE("ops::build_quota_view from recorded objects", "[quota]") {
        {"spec",
         {{"limits", json::array({{{"type", "Container"}, {"max", {{"nvidia.com/gpu", "2"}, {"cpu", "4"}}}},
                                  {{"type", "Pod"}, {"max", {{"nvidia.com/gpu", "3"}}}}})}}}}};
-  in.pods = {gpu_pod("team-a", "p1", 3), gpu_pod("team-b", "p2", 2), gpu_pod("team-b", "done", 4, "Succeeded"),
-             gpu_pod("team-e", "p3", 1), gpu_pod("team-f", "cpu", 0)};
+  for (const json& pod :
+       {gpu_pod("team-a", "p1", 3), gpu_pod("team-b", "p2", 2), gpu_pod("team-b", "done", 4, "Succeeded"),
+        gpu_pod("team-e", "p3", 1), gpu_pod("team-f", "cpu", 0)})
+    in.pod_requests.add(pod);
   in.events = {failed_create("team-a", "train", "u1", kExceeded, "2026-12-02T10:00:00Z", 2),
                failed_create("team-a", "train", "u1", kExceeded, "2026-12-02T10:05:00Z", 3),
                failed_create("team-a", "started", "u2", kExceeded, "2026-12-02T10:00:00Z"),
@@ -178,6 +180,23 @@ TEST_CASE("ops::build_quota_view from recorded objects", "[quota]") {
   in.jobs.clear();
   in.jobs_listed = false;  // jobs unreadable: keep what the events say
   CHECK(ops::build_quota_view(in).items[1].held_back.size() == 5);
+}
+
+TEST_CASE("ops::NamespaceGpuRequests sums GPU requests per namespace as pods arrive", "[quota]") {
+  ops::NamespaceGpuRequests requests;
+  requests.add(gpu_pod("team-a", "p1", 3));
+  requests.add(gpu_pod("team-a", "p2", 2));
+  requests.add(gpu_pod("team-a", "done", 4, "Failed"));
+  requests.add(gpu_pod("team-b", "cpu", 0));
+  json bad = gpu_pod("team-c", "bad", 1);
+  bad["spec"]["containers"] = "not a list";
+  requests.add(bad);
+
+  REQUIRE(requests.by_namespace.size() == 1);  // team-b asks no GPU, team-c's pod is malformed
+  CHECK(requests.by_namespace.at("team-a") == std::map<std::string, std::int64_t>{{"nvidia.com/gpu", 5}});
+  REQUIRE(requests.skipped.size() == 1);
+  CHECK(requests.skipped[0].find("pod team-c/bad skipped: spec.containers") == 0);
+  CHECK(requests.seen == 5);
 }
 
 TEST_CASE("ops::build_gpu_quota and build_gpu_limit_range golden objects", "[quota]") {

@@ -1,4 +1,5 @@
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/projection.hpp"
 
 #include <climits>
 
@@ -127,6 +128,22 @@ ResourceList pod_requests(const json& pod) {
 bool pod_is_terminal(const json& pod) {
   std::string phase = string_field(field(pod, "status"), "phase");
   return phase == "Succeeded" || phase == "Failed";
+}
+
+const Projection& pod_request_fields() {
+  static const Projection fields{
+      "metadata.name",
+      "metadata.namespace",
+      "spec.nodeName",
+      "spec.containers[].name",
+      "spec.containers[].resources",
+      "spec.initContainers[].name",
+      "spec.initContainers[].restartPolicy",
+      "spec.initContainers[].resources",
+      "spec.overhead",
+      "status.phase",
+  };
+  return fields;
 }
 
 std::vector<Taint> node_taints(const json& node) {

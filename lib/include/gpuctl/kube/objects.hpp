@@ -14,6 +14,8 @@
 #include "gpuctl/kube/quantity.hpp"
 
 namespace gpuctl::kube {
+
+class Projection;  // projection.hpp, which includes this header
 using ResourceList = std::map<std::string, Quantity>;
 
 // object[key], or a null value when `object` is not an object or lacks the key: chains of
@@ -82,6 +84,11 @@ ResourceList pod_requests(const nlohmann::json& pod);
 
 // Succeeded or Failed: the pod holds no resources any more.
 bool pod_is_terminal(const nlohmann::json& pod);
+
+// The pod fields that pod_shape_problem, pod_is_terminal, pod_requests and object_label read,
+// with spec.nodeName: what a reader that counts requests per node or namespace keeps of a pod
+// (a pod is 5-10 KiB of JSON, these fields a few hundred bytes). The protobuf pod schema covers it.
+const Projection& pod_request_fields();
 
 struct Taint {
   std::string key;

@@ -217,23 +217,7 @@ const kube::Projection& inventory_node_fields() {
   return fields;
 }
 
-const kube::Projection& inventory_pod_fields() {
-  // What pod_shape_problem, pod_is_terminal, pod_requests and object_label read; a pod is 5-10
-  // KiB of JSON, these fields a few hundred bytes.
-  static const kube::Projection fields{
-      "metadata.name",
-      "metadata.namespace",
-      "spec.nodeName",
-      "spec.containers[].name",
-      "spec.containers[].resources",
-      "spec.initContainers[].name",
-      "spec.initContainers[].restartPolicy",
-      "spec.initContainers[].resources",
-      "spec.overhead",
-      "status.phase",
-  };
-  return fields;
-}
+const kube::Projection& inventory_pod_fields() { return kube::pod_request_fields(); }
 
 NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
                                    bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {

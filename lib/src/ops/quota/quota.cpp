@@ -11,6 +11,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/protobuf.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
@@ -188,6 +189,20 @@ std::vector<QuotaFinding> GpuQuotaList::findings() const {
   return out;
 }
 
+void NamespaceGpuRequests::add(const json& pod) {
+  std::size_t index = seen++;
+  if (auto problem = kube::pod_shape_problem(pod); !problem.empty()) {
+    skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("pod", pod, index), problem));
+    return;
+  }
+  if (kube::pod_is_terminal(pod)) return;
+  for (const auto& [resource, q] : kube::pod_requests(pod)) {
+    if (!is_nvidia_resource(resource) || q.value() <= 0) continue;
+    std::int64_t& requested = by_namespace[kube::namespace_of(pod)][resource];
+    requested = kube::saturating_add(requested, q.value());
+  }
+}
+
 GpuQuotaList build_quota_view(const QuotaViewInput& input) {
   std::map<std::string, NamespaceQuotaView> by_ns;
   auto view = [&](const std::string& ns) -> NamespaceQuotaView& {
@@ -218,14 +233,7 @@ GpuQuotaList build_quota_view(const QuotaViewInput& input) {
       }
     }
   }
-  for (const auto& pod : input.pods) {
-    if (kube::pod_is_terminal(pod)) continue;
-    for (const auto& [resource, q] : kube::pod_requests(pod)) {
-      if (!is_nvidia_resource(resource) || q.value() <= 0) continue;
-      std::int64_t& requested = view(kube::namespace_of(pod)).requested[resource];
-      requested = kube::saturating_add(requested, q.value());
-    }
-  }
+  for (const auto& [ns, requested] : input.pod_requests.by_namespace) view(ns).requested = requested;
 
   std::map<std::pair<std::string, std::string>, const json*> jobs;
   for (const auto& job : input.jobs) jobs[{kube::namespace_of(job), kube::name_of(job)}] = &job;
@@ -281,11 +289,18 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
   input.quotas = std::move(quotas.items);
   GPUCTL_TRY_ASSIGN(kube::ListResult limit_ranges, client.list(kube::paths::limit_ranges(ns)));
   input.limit_ranges = std::move(limit_ranges.items);
+  // The largest list by far: read in protobuf and folded page by page.
   kube::ListOptions running;
   running.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
-  running.fields = kube::Projection(kube::pod_shapes());
-  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(ns), running));
-  input.pods = std::move(pods.items);
+  running.fields = kube::pod_request_fields();
+  running.protobuf = &kube::proto::pod();
+  kube::ListPageSink sink;
+  sink.on_items = [&input](std::vector<json>& pods) -> Result<void> {
+    for (const json& pod : pods) input.pod_requests.add(pod);
+    return {};
+  };
+  sink.on_restart = [&input] { input.pod_requests = ops::NamespaceGpuRequests{}; };
+  GPUCTL_TRY(client.list_pages(kube::paths::pods(ns), running, sink));
 
   GpuQuotaList list;
   kube::ListOptions warnings;
@@ -316,12 +331,12 @@ Result<GpuQuotaList> collect_quota_view(kube::Client& client, const QuotaViewOpt
   input.quotas = kube::keep_well_formed(std::move(input.quotas), "resourcequota", kube::quota_shape_problem, skipped);
   input.limit_ranges =
       kube::keep_well_formed(std::move(input.limit_ranges), "limitrange", kube::limit_range_shape_problem, skipped);
-  input.pods = kube::keep_well_formed(std::move(input.pods), "pod", kube::pod_shape_problem, skipped);
   input.events = kube::keep_well_formed(std::move(input.events), "event", kube::event_shape_problem, skipped);
   input.jobs = kube::keep_well_formed(std::move(input.jobs), "job", kube::job_shape_problem, skipped);
   GpuQuotaList built = build_quota_view(input);
   built.warnings = std::move(list.warnings);
   built.skipped = std::move(skipped);
+  built.skipped.insert(built.skipped.end(), input.pod_requests.skipped.begin(), input.pod_requests.skipped.end());
   return built;
 }
 
