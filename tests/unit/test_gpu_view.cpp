@@ -3,6 +3,7 @@
 // transcripts built from the nvidia-smi fixtures.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "fakes/cli_harness.hpp"
@@ -49,6 +50,14 @@ json gpu_pod(const std::string& node_name, int gpus) {
       {"status", {{"phase", "Running"}}}};
 }
 
+// The pods of one node, as collect_gpu_view asks for them when few nodes are chosen.
+std::string node_pods_selector(const std::string& node) {
+  return "fieldSelector=spec.nodeName%3D" + node + "%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed";
+}
+
+// A node read by its name, as collect_gpu_view reads the nodes named on its command line.
+std::string node_name_selector(const std::string& node) { return "fieldSelector=metadata.name%3D" + node; }
+
 json list_of(json items) { return {{"metadata", {{"resourceVersion", "7"}}}, {"items", std::move(items)}}; }
 
 // A whole, healthy probe of a node with two RTX 2070s (the telegraf capture, driver 590.44.01).
@@ -65,11 +74,19 @@ struct Fleet {
   testing::FakeClient fc;
   testing::FakeSshRunner ssh;
   Fleet() {
-    fc.fake->on("GET", "/api/v1/nodes",
-                json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2), node("gpu-b", "10.0.0.2", 2),
-                                          node("gpu-c", "", 2), node("cpu-0", "10.0.0.9", 0)})
-                                     .dump()));
-    fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of({gpu_pod("gpu-a", 1)}).dump()), kPodSelector);
+    std::vector<json> nodes = {node("gpu-a", "10.0.0.1", 2), node("gpu-b", "10.0.0.2", 2), node("gpu-c", "", 2),
+                               node("cpu-0", "10.0.0.9", 0)};
+    fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of(nodes).dump()));
+    for (const auto& n : nodes) {
+      std::string name = n["metadata"]["name"];
+      fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of({n}).dump()), node_name_selector(name));
+    }
+    fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of(json::array()).dump()), node_name_selector("gpu-zz"));
+    // Few nodes are chosen: each one's pods are read on their own.
+    fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of({gpu_pod("gpu-a", 1)}).dump()),
+                node_pods_selector("gpu-a"));
+    for (const char* name : {"gpu-b", "gpu-c", "cpu-0"})
+      fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), node_pods_selector(name));
     ssh.on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));
     ssh.on("10.0.0.2", testing::ssh_failed("ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"));
   }
@@ -116,6 +133,13 @@ TEST_CASE("collect_gpu_view probes every GPU node once through the runner and jo
   CHECK(out["items"][0]["kubernetes"]["used"] == 1);
   CHECK(out["items"][1]["outcome"] == "unreachable");
 
+  // Only the chosen nodes' pods were asked for, never the cluster's.
+  std::vector<std::string> pod_queries;
+  for (const auto& r : f.fc.fake->requests())
+    if (r.url.find("/api/v1/pods?") != std::string::npos) pod_queries.push_back(r.url.substr(r.url.find('?') + 1));
+  CHECK(pod_queries.size() == 3);
+  CHECK(f.fc.fake->unexpected().empty());
+
   auto live = ops::summarize(a.probe);
   CHECK(live.outcome == "ok");
   CHECK(live.driver_version == "590.44.01");
@@ -132,6 +156,46 @@ TEST_CASE("collect_gpu_view refuses names that are not nodes before reaching any
   CHECK(f.ssh.calls().empty());
 }
 
+TEST_CASE("collect_gpu_view fails on a refused pod list before reaching any host", "[gpus][ssh]") {
+  testing::FakeClient fc;
+  testing::FakeSshRunner ssh;
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
+  fc.fake->on("GET", "/api/v1/pods",
+              json_answer(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
+                               R"("message":"pods is forbidden: User \"ops\" cannot list resource \"pods\""})"),
+              node_pods_selector("gpu-a"));
+  auto view = ops::collect_gpu_view(*fc.client, ssh, ops::GpuViewOptions{});
+  REQUIRE_FALSE(view);
+  CHECK(view.error().message.find("forbidden") != std::string::npos);
+  CHECK(ssh.calls().empty());
+}
+
+TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound pods, kept only for them",
+          "[gpus][ssh]") {
+  testing::FakeClient fc;
+  testing::FakeSshRunner ssh;
+  json nodes = json::array();
+  json pods = json::array();
+  ops::GpuViewOptions options;
+  for (std::size_t i = 0; i <= ops::kPerNodePodListMax + 1; ++i) {
+    std::string name = fmt::format("gpu-{:02}", i);
+    nodes.push_back(node(name, "", 8));
+    pods.push_back(gpu_pod(name, 2));
+    if (i > 0) options.names.push_back(name);  // all but gpu-00
+  }
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of(nodes).dump()));
+  fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(pods).dump()), kPodSelector);
+  auto view = ops::collect_gpu_view(*fc.client, ssh, options);
+  REQUIRE(view);
+  CHECK(fc.fake->unexpected().empty());
+  REQUIRE(view->nodes.size() == ops::kPerNodePodListMax + 1);
+  for (const auto& v : view->nodes) {
+    CHECK(v.kube.name != "gpu-00");
+    REQUIRE(v.pods.size() == 1);
+    CHECK(v.kube.gpus.used == 2);
+  }
+}
+
 TEST_CASE("a named non-GPU node is probed all the same, and a host's broken output stays that host's", "[gpus][ssh]") {
   Fleet f;
   f.ssh.on("10.0.0.9", testing::remote_ran("Welcome to cpu-0\n", 0));
@@ -145,13 +209,22 @@ TEST_CASE("a named non-GPU node is probed all the same, and a host's broken outp
   CHECK(view->nodes[0].kube.name == "cpu-0");
   CHECK(view->nodes[0].probe.outcome != "ok");
   CHECK(view->nodes[1].probe.outcome == "ok");
+
+  // Named nodes are read by their names, never the whole node list.
+  int node_reads = 0;
+  for (const auto& r : f.fc.fake->requests()) {
+    if (r.url.find("/api/v1/nodes?") == std::string::npos) continue;
+    ++node_reads;
+    CHECK(r.url.find("fieldSelector=metadata.name%3D") != std::string::npos);
+  }
+  CHECK(node_reads == 2);
 }
 
 TEST_CASE("gpuctl gpus and nodes --live reach the nodes through the environment's runner with the flags' settings",
           "[gpus][ssh][cli]") {
   testing::CliHarness cli;
   cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
-  cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), kPodSelector);
+  cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), node_pods_selector("gpu-a"));
   cli.ssh().on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));
   auto r = cli.run(
       {"gpus", "-o", "json", "--ssh-user", "ops", "--ssh-port", "2222", "--ssh-timeout", "9s", "--fanout", "3"});
@@ -170,7 +243,7 @@ TEST_CASE("gpuctl gpus and nodes --live reach the nodes through the environment'
   cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
   cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), kPodSelector);
   cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
-  cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), kPodSelector);
+  cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), node_pods_selector("gpu-a"));
   auto live = cli.run({"nodes", "--live", "-o", "json"});
   INFO(live.err);
   REQUIRE(live.exit_code == 0);

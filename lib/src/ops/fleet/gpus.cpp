@@ -1,7 +1,9 @@
 #include "gpuctl/ops/fleet/gpus.hpp"
 
 #include <algorithm>
+#include <future>
 #include <map>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "gpuctl/kube/protobuf.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpus_pods.hpp"
 
 namespace gpuctl::ops {
 
@@ -165,28 +168,60 @@ std::vector<ProbeTarget> probe_targets(const std::vector<json>& chosen, const Gp
   return targets;
 }
 
+// The nodes the view may show: the named ones (each read by its name when few are named, so
+// one node of a 5,000-node fleet costs one small answer), else every node the selector matches.
+// The inventory's fields are what the view and the ssh address rules read (labels, annotations
+// and addresses are kept whole).
+Result<std::vector<json>> list_candidate_nodes(kube::Client& client, const GpuViewOptions& options) {
+  kube::ListOptions list;
+  list.label_selector = options.label_selector;
+  list.fields = inventory_node_fields();
+  if (options.names.empty() || options.names.size() > kPerNodePodListMax) {
+    GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), list));
+    return std::move(nodes.items);
+  }
+  std::vector<json> nodes;
+  for (const auto& name : std::set<std::string>(options.names.begin(), options.names.end())) {
+    list.field_selector = "metadata.name=" + name;
+    GPUCTL_TRY_ASSIGN(kube::ListResult one, client.list(kube::paths::nodes(), list));
+    for (auto& n : one.items) nodes.push_back(std::move(n));
+  }
+  return nodes;
+}
+
 }  // namespace
 
 Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
-  kube::ListOptions node_list;
-  node_list.label_selector = options.label_selector;
-  GPUCTL_TRY_ASSIGN(kube::ListResult nodes, client.list(kube::paths::nodes(), node_list));
-  kube::ListOptions pod_list;
-  pod_list.field_selector = "spec.nodeName!=,status.phase!=Succeeded,status.phase!=Failed";
-  // The inventory's fields are all that gpu_pods_by_node reads too; whole pods would hold
-  // ~90 KiB each for the whole probe (nodes stay whole: ssh address rules may read any label).
-  pod_list.fields = inventory_pod_fields();
-  pod_list.protobuf = &kube::proto::pod();
-  GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(), pod_list));
-
+  GPUCTL_TRY_ASSIGN(std::vector<json> nodes, list_candidate_nodes(client, options));
   GpuView view;
-  std::set<std::string> malformed = drop_malformed_nodes(nodes.items, view.skipped);
-  pods.items = kube::keep_well_formed(std::move(pods.items), "pod", kube::pod_shape_problem, view.skipped);
-  GPUCTL_TRY_ASSIGN(std::vector<json> chosen, choose_nodes(nodes.items, options, malformed));
-  NodeInventory inventory = build_node_inventory(chosen, pods.items, true, std::chrono::system_clock::now());
+  std::set<std::string> malformed = drop_malformed_nodes(nodes, view.skipped);
+  GPUCTL_TRY_ASSIGN(std::vector<json> chosen, choose_nodes(nodes, options, malformed));
+
+  // The pods are read while the probe runs: at 5,000 nodes the list of every bound pod takes
+  // ~8 s, which came on top of the probe's deadline. The probe starts once the list has answered
+  // (a refused list fails before any ssh).
+  std::set<std::string> names;
+  for (const auto& n : chosen) names.insert(kube::name_of(n));
+  bool per_node = names.size() <= kPerNodePodListMax;
+  std::promise<bool> answered;  // true: the list failed before any page came
+  std::once_flag answered_once;
+  auto signal = [&](bool failed) { std::call_once(answered_once, [&] { answered.set_value(failed); }); };
+  std::future<bool> first_answer = answered.get_future();
+  auto pods_read = std::async(std::launch::async, [&] {
+    auto read = read_chosen_pods(client, names, per_node, [&] { signal(false); });
+    signal(!read);
+    return read;
+  });
+  if (first_answer.get()) return fail(pods_read.get().error());
+  auto probed = probe_nodes(runner, probe_targets(chosen, options), options.probe);
+  GPUCTL_TRY_ASSIGN(ChosenPods pods, pods_read.get());
+  GPUCTL_TRY(probed);
+  std::vector<NodeProbe>& probes = *probed;
+
+  for (auto& s : pods.skipped) view.skipped.push_back(std::move(s));
+  NodeInventory inventory = build_node_inventory(chosen, pods.pods, true, std::chrono::system_clock::now());
   for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
-  std::map<std::string, std::vector<GpuPod>> pods_by_node = gpu_pods_by_node(pods.items);
-  GPUCTL_TRY_ASSIGN(auto probes, probe_nodes(runner, probe_targets(chosen, options), options.probe));
+  std::map<std::string, std::vector<GpuPod>> pods_by_node = gpu_pods_by_node(pods.pods);
 
   // One row per node: what Kubernetes says, the GPU pods there, and what the probe found.
   std::map<std::string, NodeProbe*> probe_by_node;

@@ -5,6 +5,7 @@
 // pods hold them. A node that does not answer is a result with a classified reason, never an
 // error of the whole run.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -88,6 +89,11 @@ struct GpuView {
   // on stderr, exit 1, the other nodes probed as usual.
   std::vector<std::string> skipped;
 };
+
+// Up to this many chosen nodes, each node's pods are read with its own field selector
+// (spec.nodeName=NODE, served from the watch cache's node index); above, one list of every
+// bound pod, filtered here. One node of a 5,000-node fleet: ~10 pods instead of 50,000 (8 s).
+inline constexpr std::size_t kPerNodePodListMax = 32;
 
 struct GpuViewOptions {
   std::vector<std::string> names;  // empty: every GPU node (or the selector's)
