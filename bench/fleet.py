@@ -12,7 +12,7 @@ HOSTS, SSH_TIMEOUT_S, DRAIN_PODS = (256, 16), (60, 10), (110, 20)
 
 
 def add_args(ap):
-    ap.add_argument("--hosts", type=int, help="gpus-fanout: sshd hosts, 10%% of them hung (default %d; --quick %d)" % HOSTS)
+    ap.add_argument("--hosts", type=int, help="gpus-fanout: sshd hosts, 10%% of them hung (default {}; --quick {})".format(*HOSTS))
     ap.add_argument("--ssh-timeout", type=int, help="gpus-fanout: the per-host deadline in seconds, for gpuctl and "
                     "pdsh alike (default %d; --quick %d)" % SSH_TIMEOUT_S)
     ap.add_argument("--drain-pods", type=int, help="drain: pods on the drained node, 4 of them DaemonSet pods "
