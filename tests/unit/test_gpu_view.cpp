@@ -184,6 +184,10 @@ TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound po
     if (i > 0) options.names.push_back(name);  // all but gpu-00
   }
   fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of(nodes).dump()));
+  // The cluster's size: 34 nodes, of which 33 are chosen, more than a quarter.
+  json first = list_of({nodes[0]});
+  first["metadata"]["remainingItemCount"] = nodes.size() - 1;
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, first.dump()), "limit=1");
   fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(pods).dump()), kPodSelector);
   auto view = ops::collect_gpu_view(*fc.client, ssh, options);
   REQUIRE(view);
@@ -193,6 +197,33 @@ TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound po
     CHECK(v.kube.name != "gpu-00");
     REQUIRE(v.pods.size() == 1);
     CHECK(v.kube.gpus.used == 2);
+  }
+}
+
+TEST_CASE("a small share of a large cluster is read node by node, whatever the number of nodes", "[gpus][ssh]") {
+  testing::FakeClient fc;
+  testing::FakeSshRunner ssh;
+  json nodes = json::array();
+  ops::GpuViewOptions options;
+  options.label_selector = "pool=a";
+  const std::size_t chosen = ops::kPerNodePodListMax + 8;
+  for (std::size_t i = 0; i < chosen; ++i) {
+    std::string name = fmt::format("gpu-{:02}", i);
+    nodes.push_back(node(name, "", 8));
+    json pods = (i % 2 == 0) ? json::array({gpu_pod(name, 1)}) : json::array();
+    fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(pods).dump()), node_pods_selector(name));
+  }
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, list_of(nodes).dump()), "labelSelector=pool%3Da");
+  json first = list_of({nodes[0]});
+  first["metadata"]["remainingItemCount"] = 4 * chosen;  // the selector chose under a quarter
+  fc.fake->on("GET", "/api/v1/nodes", json_answer(200, first.dump()), "limit=1");
+  auto view = ops::collect_gpu_view(*fc.client, ssh, options);
+  REQUIRE(view);
+  CHECK(fc.fake->unexpected().empty());
+  REQUIRE(view->nodes.size() == chosen);
+  for (std::size_t i = 0; i < chosen; ++i) {
+    INFO(view->nodes[i].kube.name);
+    CHECK(view->nodes[i].pods.size() == (i % 2 == 0 ? 1u : 0u));
   }
 }
 

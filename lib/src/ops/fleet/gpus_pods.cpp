@@ -1,5 +1,9 @@
 #include "gpus_pods.hpp"
 
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
@@ -12,6 +16,7 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* kNotFinished = "status.phase!=Succeeded,status.phase!=Failed";
+constexpr std::size_t kPerNodeReaders = 4;  // threads reading per-node lists
 
 // Folds pages into ChosenPods: a malformed pod is named, a pod on another node dropped.
 struct PodFold {
@@ -58,14 +63,36 @@ Result<void> read_into(kube::Client& client, const std::string& field_selector, 
 
 Result<ChosenPods> read_chosen_pods(kube::Client& client, const std::set<std::string>& chosen, bool per_node,
                                     const std::function<void()>& on_answer) {
-  PodFold fold{chosen, {}};
-  if (per_node) {
-    for (const auto& node : chosen)
-      GPUCTL_TRY(read_into(client, fmt::format("spec.nodeName={},{}", node, kNotFinished), fold, on_answer));
-  } else {
+  if (!per_node) {
+    PodFold fold{chosen, {}};
     GPUCTL_TRY(read_into(client, fmt::format("spec.nodeName!=,{}", kNotFinished), fold, on_answer));
+    return std::move(fold.out);
   }
-  return std::move(fold.out);
+  // One small list per node, from a few threads: each costs the API server a lookup in its
+  // node index and a round trip, and 256 of them one after another would be 256 round trips.
+  const std::vector<std::string> nodes(chosen.begin(), chosen.end());
+  const std::size_t readers = std::min<std::size_t>(kPerNodeReaders, nodes.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<PodFold> folds(readers, PodFold{chosen, {}});
+  std::vector<Result<void>> results(readers);
+  auto read_some = [&](std::size_t r) {
+    for (std::size_t i = next++; i < nodes.size() && !failed; i = next++) {
+      results[r] = read_into(client, fmt::format("spec.nodeName={},{}", nodes[i], kNotFinished), folds[r], on_answer);
+      if (!results[r]) failed = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t r = 1; r < readers; ++r) threads.emplace_back(read_some, r);
+  if (readers > 0) read_some(0);
+  for (auto& t : threads) t.join();
+  ChosenPods out;
+  for (std::size_t r = 0; r < readers; ++r) {
+    GPUCTL_TRY(results[r]);
+    for (auto& pod : folds[r].out.pods) out.pods.push_back(std::move(pod));
+    for (auto& s : folds[r].out.skipped) out.skipped.push_back(std::move(s));
+  }
+  return out;
 }
 
 }  // namespace gpuctl::ops
