@@ -1,0 +1,170 @@
+// The check table, the selection of checks and the pure run over one snapshot (diagnose.hpp).
+#include "gpuctl/ops/diagnose/diagnose.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace gpuctl::ops::diagnose {
+
+std::string_view to_string(Severity severity) {
+  switch (severity) {
+    case Severity::info: return "info";
+    case Severity::warning: return "warning";
+    case Severity::error: return "error";
+    case Severity::critical: return "critical";
+  }
+  return "unknown";
+}
+
+std::optional<Severity> parse_severity(std::string_view text) {
+  for (Severity s : {Severity::info, Severity::warning, Severity::error, Severity::critical}) {
+    if (text == to_string(s)) return s;
+  }
+  return std::nullopt;
+}
+
+std::string_view to_string(Layer layer) {
+  switch (layer) {
+    case Layer::node: return "node";
+    case Layer::network: return "network";
+    case Layer::device_plugin: return "device plugin";
+    case Layer::gpus_registered: return "GPUs registered";
+    case Layer::gpus_healthy: return "GPUs healthy";
+    case Layer::gpu_pods: return "GPU pods";
+    case Layer::workload: return "workload";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(Source source) {
+  switch (source) {
+    case Source::nodes: return "nodes";
+    case Source::pods: return "pods";
+    case Source::events: return "events";
+    case Source::pvcs: return "persistentvolumeclaims";
+    case Source::pvs: return "persistentvolumes";
+    case Source::storage_classes: return "storageclasses";
+    case Source::quotas: return "resourcequotas";
+    case Source::limit_ranges: return "limitranges";
+    case Source::jobs: return "jobs";
+    case Source::daemon_sets: return "daemonsets";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(CheckStatus status) {
+  switch (status) {
+    case CheckStatus::pass: return "pass";
+    case CheckStatus::fail: return "fail";
+    case CheckStatus::skipped: return "skipped";
+  }
+  return "unknown";
+}
+
+const std::vector<nlohmann::json>& Snapshot::list(Source source) const {
+  static const std::vector<nlohmann::json> empty;
+  auto it = lists.find(source);
+  return it == lists.end() ? empty : it->second;
+}
+
+const std::vector<Check>& checks() {
+  static const std::vector<Check> table = {
+      {"node-not-ready",
+       "GPU nodes NotReady or Unknown, and the GPU pods stranded there",
+       Layer::node,
+       {Source::nodes, Source::pods},
+       Severity::critical,
+       check_node_not_ready},
+      {"node-network-unavailable",
+       "GPU nodes whose network is not set up (NetworkUnavailable)",
+       Layer::network,
+       {Source::nodes},
+       Severity::error,
+       check_node_network_unavailable},
+      {"node-pressure",
+       "GPU nodes under memory, disk or PID pressure",
+       Layer::node,
+       {Source::nodes},
+       Severity::warning,
+       check_node_pressure},
+      {"device-plugin-missing",
+       "GPU-labelled nodes that advertise no nvidia.com/* resource",
+       Layer::gpus_registered,
+       {Source::nodes},
+       Severity::critical,
+       check_device_plugin_missing},
+      {"gpu-unhealthy-devices",
+       "GPUs the device plugin reports unhealthy (allocatable below capacity)",
+       Layer::gpus_healthy,
+       {Source::nodes},
+       Severity::error,
+       check_gpu_unhealthy_devices},
+  };
+  return table;
+}
+
+const Check* find_check(std::string_view id) {
+  for (const auto& c : checks()) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+Result<std::vector<const Check*>> select_checks(const Selection& selection) {
+  for (const auto* ids : {&selection.only, &selection.skip}) {
+    for (const auto& id : *ids) {
+      if (find_check(id) == nullptr) {
+        return fail(Errc::invalid_argument,
+                    fmt::format("no check named {} (list them with: gpuctl diagnose --list-checks)", id));
+      }
+    }
+  }
+  auto named = [](const std::vector<std::string>& ids, std::string_view id) {
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  std::vector<const Check*> out;
+  for (const auto& c : checks()) {
+    if (!selection.only.empty() && !named(selection.only, c.id)) continue;
+    if (named(selection.skip, c.id)) continue;
+    out.push_back(&c);
+  }
+  return out;
+}
+
+namespace {
+
+// Why `check` cannot run on `snapshot`: its first unreadable list; "" when all were read.
+std::string missing_list(const Check& check, const Snapshot& snapshot) {
+  for (Source s : check.needs) {
+    auto it = snapshot.unavailable.find(s);
+    if (it != snapshot.unavailable.end()) return fmt::format("could not list {}: {}", to_string(s), it->second);
+  }
+  return "";
+}
+
+}  // namespace
+
+Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& selected) {
+  Report report;
+  for (const Check* check : selected) {
+    CheckRun run{std::string(check->id), CheckStatus::pass, missing_list(*check, snapshot)};
+    if (!run.skipped_because.empty()) {
+      run.status = CheckStatus::skipped;
+    } else {
+      std::vector<Finding> found = check->run(snapshot);
+      if (!found.empty()) run.status = CheckStatus::fail;
+      for (auto& f : found) report.findings.push_back(std::move(f));
+    }
+    report.checks.push_back(std::move(run));
+  }
+  // What is worst first; within a severity, node by node, so one node's problems read together.
+  std::stable_sort(report.findings.begin(), report.findings.end(), [](const Finding& a, const Finding& b) {
+    if (a.severity != b.severity) return a.severity > b.severity;
+    if (a.node != b.node) return a.node < b.node;
+    return a.check < b.check;
+  });
+  return report;
+}
+
+}  // namespace gpuctl::ops::diagnose
