@@ -110,12 +110,14 @@ std::string limit_ranges(std::string_view ns) { return core(ns, "limitranges"); 
 std::string limit_range(std::string_view ns, std::string_view name) { return core_object(ns, "limitranges", name); }
 std::string pod_disruption_budgets(std::string_view ns) { return group("policy/v1", ns, "poddisruptionbudgets"); }
 std::string persistent_volume_claims(std::string_view ns) { return core(ns, "persistentvolumeclaims"); }
+std::string persistent_volumes() { return "/api/v1/persistentvolumes"; }
 std::string storage_classes() { return "/apis/storage.k8s.io/v1/storageclasses"; }
 std::string storage_class(std::string_view name) { return storage_classes() + "/" + seg(name); }
 std::string persistent_volume_claim(std::string_view ns, std::string_view name) {
   return core_object(ns, "persistentvolumeclaims", name);
 }
 std::string events(std::string_view ns) { return core(ns, "events"); }
+std::string daemon_sets(std::string_view ns) { return group("apps/v1", ns, "daemonsets"); }
 std::string daemon_set(std::string_view ns, std::string_view name) {
   return group_object("apps/v1", ns, "daemonsets", name);
 }

@@ -36,10 +36,12 @@ std::string limit_ranges(std::string_view ns = {});
 std::string limit_range(std::string_view ns, std::string_view name);
 std::string pod_disruption_budgets(std::string_view ns = {});
 std::string persistent_volume_claims(std::string_view ns = {});
+std::string persistent_volumes();
 std::string persistent_volume_claim(std::string_view ns, std::string_view name);
 std::string storage_classes();
 std::string storage_class(std::string_view name);
 std::string events(std::string_view ns = {});
+std::string daemon_sets(std::string_view ns = {});
 std::string daemon_set(std::string_view ns, std::string_view name);
 std::string core_v1_discovery();  // /api/v1, to find the pods/eviction subresource
 

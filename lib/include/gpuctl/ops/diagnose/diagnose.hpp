@@ -17,6 +17,10 @@
 
 #include "gpuctl/error.hpp"
 
+namespace gpuctl::kube {
+class Client;
+}
+
 namespace gpuctl::ops::diagnose {
 
 enum class Severity { info, warning, error, critical };
@@ -119,5 +123,21 @@ Result<std::vector<const Check*>> select_checks(const Selection& selection);
 
 // Pure: runs the selected checks over the snapshot.
 Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& selected);
+
+// What to read: the lists the selected checks need (needed_sources), nodes by `label_selector`
+// (-l), the namespaced lists of `namespace_name` ("" for every namespace).
+struct GatherOptions {
+  std::set<Source> sources;
+  std::string label_selector;
+  std::string namespace_name;
+};
+std::set<Source> needed_sources(const std::vector<const Check*>& selected);
+
+// One gathering pass: each needed list read once, all of them at the same time, paginated and
+// projected to the fields the checks read. A list that fails (403, 404 for an API the server
+// lacks, a server error) is named in Snapshot::unavailable and stops nothing. Only what stops
+// every list is returned as an error: the cluster cannot be reached, or it refuses the
+// credentials (401), or the local configuration is unusable.
+Result<Snapshot> gather(kube::Client& client, const GatherOptions& options);
 
 }  // namespace gpuctl::ops::diagnose
