@@ -23,5 +23,6 @@ void register_gpus(CLI::App& app, AppContext& context);
 void register_submit(CLI::App& app, AppContext& context);
 void register_jobs(CLI::App& app, AppContext& context);   // jobs and jobs clean
 void register_quota(CLI::App& app, AppContext& context);  // quota, quota set/delete/fix
+void register_diagnose(CLI::App& app, AppContext& context);
 
 }  // namespace gpuctl::cli

@@ -45,4 +45,9 @@ ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std:
   return ExitCode::job_failed;
 }
 
+ExitCode exit_code_for_diagnosis(bool found_at_threshold, bool some_checks_skipped) {
+  if (found_at_threshold) return ExitCode::findings;
+  return some_checks_skipped ? ExitCode::incomplete : ExitCode::ok;
+}
+
 }  // namespace gpuctl::cli

@@ -9,10 +9,12 @@
 namespace gpuctl::cli {
 
 enum class ExitCode : int {
-  ok = 0,       // success
-  failure = 1,  // talking to the cluster or carrying out the operation failed (also: partly)
-  usage = 2,    // bad flags or arguments, invalid specs or manifests
-  refused = 3,  // a pre-flight check refused the request (gpuctl submit without --force)
+  ok = 0,          // success
+  failure = 1,     // talking to the cluster or carrying out the operation failed (also: partly)
+  usage = 2,       // bad flags or arguments, invalid specs or manifests
+  refused = 3,     // a pre-flight check refused the request (gpuctl submit without --force)
+  findings = 4,    // gpuctl diagnose found something at or above --fail-on
+  incomplete = 5,  // gpuctl diagnose found nothing at or above --fail-on, but some checks could not run
   // gpuctl submit --wait/--follow: a job that failed returns its failed container's exit code
   // (1-255) when it has one; these two say why when it has none.
   job_deadline_exceeded = 124,  // the Job ran past activeDeadlineSeconds (as timeout(1) does)
@@ -30,6 +32,9 @@ ExitCode exit_code_of_container(int container_exit_code);
 // A finished job's result: 0 when it succeeded; job_deadline_exceeded when it ran out of time (its
 // last pod's code is then only the kill); the failed container's code; else job_failed.
 ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std::optional<int> container_exit_code);
+// gpuctl diagnose: findings win over an incomplete run; 0 only when every selected check ran
+// and none found anything at or above the threshold.
+ExitCode exit_code_for_diagnosis(bool found_at_threshold, bool some_checks_skipped);
 // invalid_argument is the user's input (2); cancelled is interrupted_exit_code(); everything
 // else is a failure to carry out (1).
 ExitCode exit_code_for(const Error& error);

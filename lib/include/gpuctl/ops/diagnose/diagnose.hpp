@@ -124,6 +124,16 @@ Result<std::vector<const Check*>> select_checks(const Selection& selection);
 // Pure: runs the selected checks over the snapshot.
 Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& selected);
 
+// The stable schema (`-o json|yaml`): {"apiVersion": "gpuctl.io/v1alpha1", "kind":
+// "DiagnoseReport", "checks": [{id, title, layer, severity, status, skippedBecause}], "findings":
+// [{check, severity, object{kind, namespace, name}, node, summary, evidence[{source, text, time}],
+// remedy[]}], "summary": {critical, error, warning, info, checksPassed, checksFailed,
+// checksSkipped}}.
+nlohmann::json to_json(const Report& report);
+// `--list-checks -o json|yaml`: {"kind": "DiagnoseCheckList", "items": [{id, title, layer,
+// severity, needs[]}]}.
+nlohmann::json checks_to_json(const std::vector<const Check*>& listed);
+
 // What to read: the lists the selected checks need (needed_sources), nodes by `label_selector`
 // (-l), the namespaced lists of `namespace_name` ("" for every namespace).
 struct GatherOptions {

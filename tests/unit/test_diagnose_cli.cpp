@@ -1,0 +1,98 @@
+// gpuctl diagnose through the CLI: the exit-code contract (0, 4, 5, 2), --fail-on, --list-checks
+// and the JSON schema, over recorded lists.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "fakes/cli_harness.hpp"
+#include "fakes/test_support.hpp"
+
+using gpuctl::testing::json_answer;
+using nlohmann::json;
+
+namespace {
+
+std::string list_of(json items) {
+  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
+}
+
+json gpu_node(const std::string& name, int capacity, int allocatable) {
+  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
+          {"status",
+           {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
+            {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
+            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
+void answer(gpuctl::testing::CliHarness& cli, json nodes, bool pods_forbidden = false) {
+  cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of(std::move(nodes))));
+  if (pods_forbidden) {
+    cli.fake().on("GET", "/api/v1/pods",
+                  json_answer(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
+                                   R"("message":"pods is forbidden: User \"ops\" cannot list resource \"pods\""})"));
+  } else {
+    cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array())));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-on, 5 when a check could not run",
+          "[diagnose][cli]") {
+  gpuctl::testing::CliHarness cli;
+  answer(cli, {gpu_node("gpu-0", 8, 8)});
+  auto healthy = cli.run({"diagnose"});
+  INFO(healthy.err);
+  CHECK(healthy.exit_code == 0);
+  CHECK(healthy.err.find("No problems found by 5 check(s).") != std::string::npos);
+
+  answer(cli, {gpu_node("gpu-0", 8, 6)});
+  auto sick = cli.run({"diagnose"});
+  CHECK(sick.exit_code == 4);
+  CHECK(sick.out.find("gpu-0: 2 of 8 nvidia.com/gpu unhealthy (capacity 8, allocatable 6)") != std::string::npos);
+  CHECK(sick.out.find("gpuctl gpus gpu-0") != std::string::npos);
+
+  // The finding is an error: below --fail-on critical, and never with --fail-on never.
+  answer(cli, {gpu_node("gpu-0", 8, 6)});
+  CHECK(cli.run({"diagnose", "--fail-on", "critical"}).exit_code == 0);
+
+  // pods forbidden: node-not-ready cannot run; nothing else is found.
+  answer(cli, {gpu_node("gpu-0", 8, 8)}, true);
+  auto partial = cli.run({"diagnose"});
+  INFO(partial.err);
+  CHECK(partial.exit_code == 5);
+  CHECK(partial.err.find("No problems found by 4 check(s); 1 could not run.") != std::string::npos);
+  CHECK(partial.err.find("check node-not-ready skipped: could not list pods: forbidden: pods is forbidden") !=
+        std::string::npos);
+
+  // Findings win over an incomplete run.
+  answer(cli, {gpu_node("gpu-0", 8, 6)}, true);
+  CHECK(cli.run({"diagnose"}).exit_code == 4);
+}
+
+TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cli]") {
+  gpuctl::testing::CliHarness cli;
+  answer(cli, {gpu_node("gpu-0", 8, 7)});
+  auto r = cli.run({"diagnose", "-o", "json", "--check", "gpu-unhealthy-devices,node-pressure"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 4);
+  json doc = json::parse(r.out);
+  CHECK(doc["kind"] == "DiagnoseReport");
+  CHECK(doc["checks"].size() == 2);
+  CHECK(doc["summary"]["error"] == 1);
+  CHECK(doc["summary"]["checksFailed"] == 1);
+  CHECK(doc["findings"][0]["object"] == json{{"kind", "Node"}, {"namespace", ""}, {"name", "gpu-0"}});
+  CHECK(doc["findings"][0]["evidence"][0]["text"] == "capacity[nvidia.com/gpu]=8 allocatable[nvidia.com/gpu]=7");
+
+  auto listed = cli.run({"diagnose", "--list-checks", "-o", "json"});
+  REQUIRE(listed.exit_code == 0);
+  json checks = json::parse(listed.out);
+  CHECK(checks["kind"] == "DiagnoseCheckList");
+  CHECK(checks["items"][0]["id"] == "node-not-ready");
+  CHECK(checks["items"][0]["needs"] == json::array({"nodes", "pods"}));
+
+  auto unknown = cli.run({"diagnose", "--skip", "node-pressur"});
+  CHECK(unknown.exit_code == 2);
+  CHECK(unknown.err.find("no check named node-pressur") != std::string::npos);
+  CHECK(cli.run({"diagnose", "--fail-on", "fatal"}).exit_code == 2);
+}
