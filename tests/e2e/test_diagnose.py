@@ -1,6 +1,7 @@
 """`gpuctl diagnose` against the real control plane: each node check fires on the node made to
-fail its way (the real node lifecycle controller marks dx-down-0 NotReady) and stays silent on a
-healthy one; RBAC refusals and refused credentials give the documented exit codes (issue 15)."""
+fail its way (dx-down-0 has no kwok heartbeat: NotReady, then Unknown from the node lifecycle
+controller) and stays silent on a healthy one; RBAC refusals and refused credentials give the
+documented exit codes (issue 15)."""
 import harness as h
 
 SELECTOR = "e2e.gpuctl.dev/fleet=diagnose-e2e"
