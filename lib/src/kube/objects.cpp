@@ -130,8 +130,8 @@ bool pod_is_terminal(const json& pod) {
   return phase == "Succeeded" || phase == "Failed";
 }
 
-const Projection& pod_request_fields() {
-  static const Projection fields{
+const std::vector<std::string>& pod_request_paths() {
+  static const std::vector<std::string> paths = {
       "metadata.name",
       "metadata.namespace",
       "spec.nodeName",
@@ -143,6 +143,11 @@ const Projection& pod_request_fields() {
       "spec.overhead",
       "status.phase",
   };
+  return paths;
+}
+
+const Projection& pod_request_fields() {
+  static const Projection fields(pod_request_paths());
   return fields;
 }
 
@@ -173,8 +178,8 @@ std::vector<NodeCondition> node_conditions(const json& node) {
   const json& list = field(field(node, "status"), "conditions");
   if (!list.is_array()) return out;
   for (const auto& c : list) {
-    out.push_back(
-        {string_field(c, "type"), string_field(c, "status"), string_field(c, "reason"), string_field(c, "message")});
+    out.push_back({string_field(c, "type"), string_field(c, "status"), string_field(c, "reason"),
+                   string_field(c, "message"), string_field(c, "lastTransitionTime")});
   }
   return out;
 }

@@ -89,6 +89,8 @@ bool pod_is_terminal(const nlohmann::json& pod);
 // with spec.nodeName: what a reader that counts requests per node or namespace keeps of a pod
 // (a pod is 5-10 KiB of JSON, these fields a few hundred bytes). The protobuf pod schema covers it.
 const Projection& pod_request_fields();
+// Its paths, for readers that keep these and more.
+const std::vector<std::string>& pod_request_paths();
 
 struct Taint {
   std::string key;
@@ -107,6 +109,7 @@ struct NodeCondition {
   std::string status;  // True, False, Unknown
   std::string reason;
   std::string message;
+  std::string last_transition_time;  // RFC 3339, "" when not set
 };
 std::vector<NodeCondition> node_conditions(const nlohmann::json& node);
 // "Ready", "NotReady" or "Unknown", from the Ready condition.

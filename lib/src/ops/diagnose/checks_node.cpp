@@ -16,17 +16,11 @@ using json = nlohmann::json;
 using kube::field;
 using kube::string_field;
 
-struct Condition {
-  std::string type, status, reason, message, last_transition;
-};
+using Condition = kube::NodeCondition;
 
 std::optional<Condition> condition_of(const json& node, std::string_view type) {
-  const json& list = field(field(node, "status"), "conditions");
-  if (!list.is_array()) return std::nullopt;
-  for (const auto& c : list) {
-    if (string_field(c, "type") != type) continue;
-    return Condition{std::string(type), string_field(c, "status"), string_field(c, "reason"),
-                     string_field(c, "message"), string_field(c, "lastTransitionTime")};
+  for (auto& c : kube::node_conditions(node)) {
+    if (c.type == type) return std::move(c);
   }
   return std::nullopt;
 }
@@ -35,12 +29,12 @@ Evidence condition_evidence(const std::string& node, const Condition& c) {
   std::string text = fmt::format("{}={}", c.type, c.status);
   if (!c.reason.empty()) text += " reason=" + c.reason;
   if (!c.message.empty()) text += ": " + c.message;
-  return {fmt::format("node {} condition {}", node, c.type), text, c.last_transition};
+  return {fmt::format("node {} condition {}", node, c.type), text, c.last_transition_time};
 }
 
 // " for 2h13m" since the condition last changed, "" when its time is unknown.
 std::string held_for(const Snapshot& snapshot, const Condition& c) {
-  auto since = util::parse_rfc3339(c.last_transition);
+  auto since = util::parse_rfc3339(c.last_transition_time);
   if (!since || *since > snapshot.now) return "";
   return " for " + util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(snapshot.now - *since));
 }

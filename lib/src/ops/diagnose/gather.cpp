@@ -22,30 +22,15 @@ struct ListPlan {
 // The pod fields the checks read: the inventory's (requests, phase, node) and, for the checks of
 // the next slices, container states, owners, placement and volumes. Whole pods are ~9 KiB each.
 const kube::Projection& pod_fields() {
-  static const kube::Projection fields{
-      "metadata.name",
-      "metadata.namespace",
-      "metadata.uid",
-      "metadata.labels",
-      "metadata.creationTimestamp",
-      "metadata.ownerReferences",
-      "spec.nodeName",
-      "spec.containers[].name",
-      "spec.containers[].resources",
-      "spec.initContainers[].name",
-      "spec.initContainers[].restartPolicy",
-      "spec.initContainers[].resources",
-      "spec.overhead",
-      "spec.nodeSelector",
-      "spec.tolerations",
-      "spec.affinity",
-      "spec.volumes",
-      "status.phase",
-      "status.reason",
-      "status.conditions",
-      "status.containerStatuses",
-      "status.initContainerStatuses",
-  };
+  static const kube::Projection fields = [] {
+    std::vector<std::string> paths = kube::pod_request_paths();
+    for (const char* more :
+         {"metadata.uid", "metadata.labels", "metadata.creationTimestamp", "metadata.ownerReferences",
+          "spec.nodeSelector", "spec.tolerations", "spec.affinity", "spec.volumes", "status.reason",
+          "status.conditions", "status.containerStatuses", "status.initContainerStatuses"})
+      paths.emplace_back(more);
+    return kube::Projection(paths);
+  }();
   return fields;
 }
 
