@@ -4,7 +4,9 @@
 Runs a real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (built from Go
 modules by build.sh, cached under ~/.cache/gpuctl-cp) on 127.0.0.1, creates kwok-managed GPU nodes
 from fleet files, and answers SSH for every node at the node's InternalIP with Debian's OpenSSH sshd,
-whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH.
+whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH. kwok also serves the
+nodes' kubelet port (container logs, sim_logs.py), reached at each node's InternalIP through
+kubelet_relay.py.
 
     cluster.py up          --state-dir DIR [--fleet FILE]
     cluster.py down        --state-dir DIR
@@ -47,7 +49,10 @@ try:
 except ImportError:  # pragma: no cover - reported when used
     yaml = None
 
+import sim_logs  # noqa: E402  (tests/cluster: container logs through the real pods/log path)
+
 HERE = Path(__file__).resolve().parent
+KUBELET_RELAY = HERE / "kubelet_relay.py"
 BUILD_SH = HERE / "build.sh"
 FAKE_SMI = HERE / "fake_nvidia_smi.py"
 DEFAULT_FLEET = HERE / "default-fleet.yaml"
@@ -785,6 +790,8 @@ class Cluster:
             return False
         if not all(self.ours(st["procs"].get(n)) for n in PROC_ORDER):
             return False
+        if st.get("relay") and not self.ours(st["relay"].get("pid")):
+            return False
         try:
             code, _ = self.api("GET", "/readyz", ok=None, timeout=5)
             return code == 200
@@ -857,7 +864,8 @@ class Cluster:
         for sub in (self.pki, self.ssh_dir / "hosts", self.ssh_dir / "bin", self.logs, self.dir / "fleets"):
             sub.mkdir(parents=True, exist_ok=True)
         cid = "%08x" % random.getrandbits(32)
-        ports = dict(zip(("etcd", "etcd_peer", "apiserver", "kcm", "scheduler", "kwok", "ssh"), pick_ports(7)))
+        ports = dict(zip(("etcd", "etcd_peer", "apiserver", "kcm", "scheduler", "kwok", "ssh", "kubelet"),
+                         pick_ports(8)))
         user = pwd.getpwuid(os.getuid()).pw_name
         self.state = {
             "schema": 1, "id": cid, "phase": "starting", "created": time.time(), "bin_dir": str(bin_dir),
@@ -913,6 +921,11 @@ class Cluster:
             "--service-cluster-ip-range=10.96.0.0/16",
             "--endpoint-reconciler-type=none", "--allow-privileged=true",
             "--kubelet-preferred-address-types=InternalIP,Hostname",
+            # As a hardened cluster: the kubelet's serving certificate is checked against the
+            # cluster CA and the node's address, and the apiserver shows a client certificate.
+            "--kubelet-certificate-authority=%s" % (P / "ca.crt"),
+            "--kubelet-client-certificate=%s" % (P / "apiserver-kubelet-client.crt"),
+            "--kubelet-client-key=%s" % (P / "apiserver-kubelet-client.key"),
             "--profiling=false"])
         self.save()
 
@@ -932,13 +945,19 @@ class Cluster:
             "--controllers=*", "--use-service-account-credentials=false"])
         procs["kube-scheduler"] = self.spawn("kube-scheduler", [
             str(b / "kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"]])
+        self.install_kwok_crds()
+        self.start_kubelet_relay()
+        # kwok is every node's kubelet: its server (127.0.0.1 only) answers pods/log, reached
+        # through kubelet_relay.py at each node's InternalIP and the port the node stage writes
+        # into status.daemonEndpoints (--node-port); Logs/ClusterLogs are read from the API.
         procs["kwok"] = self.spawn("kwok", [
             str(b / "kwok"), "--kubeconfig=%s" % (P / "admin.kubeconfig"), "--config=%s" % (D / "kwok-stages.yaml"),
             "--manage-all-nodes=false",
             "--manage-nodes-with-annotation-selector=%s=%s" % KWOK_ANNOTATION,
             "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16",
-            "--server-address=127.0.0.1:%d" % ports["kwok"],
-            "--tls-cert-file=%s" % (P / "apiserver.crt"), "--tls-private-key-file=%s" % (P / "apiserver.key")])
+            "--server-address=127.0.0.1:%d" % ports["kwok"], "--node-port=%d" % ports["kubelet"],
+            "--enable-crds=%s" % ",".join(sim_logs.CRDS),
+            "--tls-cert-file=%s" % (P / "kubelet.crt"), "--tls-private-key-file=%s" % (P / "kubelet.key")])
         self.save()
 
         self.bootstrap_rbac()
@@ -964,6 +983,43 @@ class Cluster:
             if not pid_alive(procs[n]):
                 raise ClusterError("%s exited during start-up:\n%s" % (n, self.tail(n + ".log")))
         log("control plane ready (%.1fs)" % (time.time() - t))
+
+    def install_kwok_crds(self):
+        """kwok's Logs and ClusterLogs CRDs, from the Go module cache as the stages are."""
+        root = kwok_module_dir() / "kustomize" / "crd" / "bases"
+        for f in sim_logs.CRD_FILES:
+            crd = need_yaml().safe_load((root / f).read_text())
+            code, body = self.api("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, ok=None)
+            if code not in (200, 201, 409):
+                raise ClusterError("creating CRD %s failed: HTTP %d: %s" % (crd["metadata"]["name"], code, body))
+
+            def established(name=crd["metadata"]["name"]):
+                _, got = self.api("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
+                return any(c["type"] == "Established" and c["status"] == "True"
+                           for c in (got.get("status") or {}).get("conditions", []))
+            self.wait("CRD %s established" % crd["metadata"]["name"], established, 60)
+
+    def start_kubelet_relay(self):
+        """The nodes' kubelet port on their loopback addresses, passed to kwok (kubelet_relay.py:
+        why not 0.0.0.0). Nodes are added to it by apply_fleet_text."""
+        ctl = self.dir / "kubelet-relay.sock"
+        if len(str(ctl)) > 100:
+            raise ClusterError("state dir path too long for a UNIX socket (%s); use a shorter --state-dir" % ctl)
+        ports = self.state["ports"]
+        pid = self.spawn("kubelet-relay", sim_logs.relay_command(
+            sys.executable or "/usr/bin/python3", KUBELET_RELAY, ports["kubelet"], ports["kwok"], ctl))
+        self.state["relay"] = {"pid": pid, "control": str(ctl), "port": ports["kubelet"]}
+        self.save()
+        self.wait("kubelet relay", lambda: sim_logs.relay_send(ctl, "ping", timeout=2) == "pong", 30,
+                  interval=0.2, logs=["kubelet-relay.log"])
+
+    def relay_listen(self, addrs):
+        relay = (self.state or {}).get("relay")
+        if relay and addrs:   # (bench/fleet_hosts.py's host-only clusters have none)
+            try:
+                sim_logs.relay_send(relay["control"], "listen " + " ".join(addrs))
+            except (OSError, sim_logs.LogsError) as e:
+                raise ClusterError("kubelet relay: cannot listen on %s: %s" % (", ".join(addrs), e))
 
     def bootstrap_rbac(self):
         viewer_rules = [
@@ -1020,16 +1076,16 @@ class Cluster:
             ("nobody", "/CN=nobody", "ec", "clientAuth", None),
         ]
         for name, subj, ktype, eku, sans in certs:
-            self.genkey(P / (name + ".key"), ktype)
             ext = "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature,keyEncipherment\nextendedKeyUsage = %s\n" % eku
             if sans:
                 ext += "subjectAltName = %s\n" % sans
-            (P / (name + ".ext")).write_text(ext)
-            run(["openssl", "req", "-new", "-key", str(P / (name + ".key")), "-subj", subj, "-config", str(P / "req.cnf"),
-                 "-out", str(P / (name + ".csr"))])
-            run(["openssl", "x509", "-req", "-in", str(P / (name + ".csr")), "-CA", str(P / "ca.crt"),
-                 "-CAkey", str(P / "ca.key"), "-CAcreateserial", "-days", "3650", "-sha256",
-                 "-extfile", str(P / (name + ".ext")), "-out", str(P / (name + ".crt"))])
+            self.sign_cert(name, subj, ktype, ext)
+        # The kubelet side of pods/log: kwok's serving certificate names every node address the
+        # apiserver dials, and the apiserver's client certificate (as kubeadm's apiserver-kubelet-client).
+        self.sign_cert("kubelet", "/CN=kwok-kubelet", "rsa-pkcs8", sim_logs.kubelet_serving_sans(self.state["ip_base"]))
+        self.sign_cert("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", "rsa-pkcs8",
+                       "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature,keyEncipherment\n"
+                       "extendedKeyUsage = clientAuth\n")
         self.genkey(P / "sa.key", "rsa-pkcs8")
         run(["openssl", "pkey", "-in", str(P / "sa.key"), "-pubout", "-out", str(P / "sa.pub")])
         tok = self.state["tokens"]["token"]
@@ -1039,6 +1095,16 @@ class Cluster:
                 os.chmod(f, 0o600)
         self.write_admin_kubeconfig()
         log("PKI generated (%.1fs)" % (time.time() - t))
+
+    def sign_cert(self, name, subj, ktype, ext):
+        P = self.pki
+        self.genkey(P / (name + ".key"), ktype)
+        (P / (name + ".ext")).write_text(ext)
+        run(["openssl", "req", "-new", "-key", str(P / (name + ".key")), "-subj", subj, "-config", str(P / "req.cnf"),
+             "-out", str(P / (name + ".csr"))])
+        run(["openssl", "x509", "-req", "-in", str(P / (name + ".csr")), "-CA", str(P / "ca.crt"),
+             "-CAkey", str(P / "ca.key"), "-CAcreateserial", "-days", "3650", "-sha256",
+             "-extfile", str(P / (name + ".ext")), "-out", str(P / (name + ".crt"))])
 
     def genkey(self, path, ktype):
         if ktype == "ec":
@@ -1335,6 +1401,7 @@ class Cluster:
                 new.append(spec)
             created = []
             addrs = []
+            kubelet_addrs = []
             for spec in new:
                 k = st["next_ip"]
                 st["next_ip"] = k + 1
@@ -1362,6 +1429,7 @@ class Cluster:
                 self.write_host_file(n)
                 if n["ssh"]["enabled"]:
                     addrs.append(a)
+                kubelet_addrs.append(a)
                 created.append((n, obj))
             st["fleets"][fleet_name] = {"digest": digest, "source": source, "nodes": [s["name"] for s in specs]}
             write_file(self.dir / "fleets" / ("%s-%s.yaml" % (fleet_name, digest)), text)
@@ -1369,6 +1437,7 @@ class Cluster:
             self.save()
             if addrs:
                 self.start_sshd_shards(addrs)
+            self.relay_listen(kubelet_addrs)
             for n, obj in created:
                 self.create_node(obj)
             self.save()
@@ -1695,6 +1764,12 @@ class Cluster:
                 "label": SIM_LABEL + "/outcome", "values": ["succeed", "fail", "run"],
                 "exit_code_annotation": SIM_LABEL + "/exit-code", "reason_annotation": SIM_LABEL + "/reason",
                 "message_annotation": SIM_LABEL + "/message", "delay_annotation": SIM_LABEL + "/delay",
+            },
+            "logs": {
+                "dir": str(sim_logs.logs_root(self)), "kubelet_port": st["ports"].get("kubelet"),
+                "crds": ["%s.%s" % (k.lower(), sim_logs.KWOK_GROUP) for k in sim_logs.CRDS],
+                "relay_control": (st.get("relay") or {}).get("control"),
+                "cert_node_addresses": sim_logs.CERT_NODE_ADDRESSES,
             },
             "fleets": st["fleets"],
             "nodes": {name: {
