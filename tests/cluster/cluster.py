@@ -6,7 +6,7 @@ modules by build.sh, cached under ~/.cache/gpuctl-cp) on 127.0.0.1, creates kwok
 from fleet files, and answers SSH for every node at the node's InternalIP with Debian's OpenSSH sshd,
 whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH. kwok also serves the
 nodes' kubelet port (container logs, sim_logs.py), reached at each node's InternalIP through
-kubelet_relay.py.
+kubelet_relay.py; sim_pods.py adds crash-looping and restarted containers.
 
     cluster.py up          --state-dir DIR [--fleet FILE]
     cluster.py down        --state-dir DIR
@@ -50,6 +50,7 @@ except ImportError:  # pragma: no cover - reported when used
     yaml = None
 
 import sim_logs  # noqa: E402  (tests/cluster: container logs through the real pods/log path)
+import sim_pods  # noqa: E402  (tests/cluster: crash-looping and restarted containers)
 
 HERE = Path(__file__).resolve().parent
 KUBELET_RELAY = HERE / "kubelet_relay.py"
@@ -633,7 +634,7 @@ def own_stages():
             "next": {"statusTemplate": "      {{ $now := Now }}\n" + terminated("137", "Error") + "      phase: Failed\n"},
         },
     }
-    return [fail, succeed, terminating]
+    return [fail, succeed, terminating] + sim_pods.stages()
 
 
 def kwok_stages():
@@ -652,7 +653,7 @@ def kwok_stages():
                 # Job pods labelled with an outcome (or kwok's chaos label) are left to those stages.
                 d["spec"]["selector"]["matchExpressions"] += [
                     {"key": '.metadata.labels["%s/outcome"]' % SIM_LABEL, "operator": "NotIn",
-                     "values": ["run", "fail", "succeed"]},
+                     "values": ["run", "fail", "succeed", *sim_pods.OUTCOMES]},
                     {"key": '.metadata.labels["%s"]' % CHAOS_LABEL, "operator": "NotIn", "values": ["true"]},
                 ]
             docs.append(d)
@@ -1761,9 +1762,10 @@ class Cluster:
             "ssh": self.ssh_info(),
             "netns": {k: st["netns"].get(k) for k in ("ok", "name", "subnet", "error")},
             "pod_outcome": {
-                "label": SIM_LABEL + "/outcome", "values": ["succeed", "fail", "run"],
+                "label": SIM_LABEL + "/outcome", "values": ["succeed", "fail", "run", *sim_pods.OUTCOMES],
                 "exit_code_annotation": SIM_LABEL + "/exit-code", "reason_annotation": SIM_LABEL + "/reason",
                 "message_annotation": SIM_LABEL + "/message", "delay_annotation": SIM_LABEL + "/delay",
+                "restarts_annotation": SIM_LABEL + "/restarts", "container_annotation": SIM_LABEL + "/container",
             },
             "logs": {
                 "dir": str(sim_logs.logs_root(self)), "kubelet_port": st["ports"].get("kubelet"),
