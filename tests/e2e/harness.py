@@ -25,6 +25,7 @@ import resource
 import shlex
 import subprocess
 import sys
+import threading
 import time
 import unittest
 import uuid
@@ -34,11 +35,17 @@ HERE = Path(__file__).resolve().parent
 CLUSTER_DIR = HERE.parent / "cluster"
 sys.path.insert(0, str(CLUSTER_DIR))
 import cluster as _cluster  # noqa: E402  (tests/cluster/cluster.py)
+import sim_logs as _sim_logs  # noqa: E402  (tests/cluster/sim_logs.py)
+import sim_objects  # noqa: E402  (tests/e2e/sim_objects.py)
+from sim_objects import device_plugin_daemonset  # noqa: E402,F401  (re-exported for suites)
 
 OUTCOME_LABEL = "sim.gpuctl.dev/outcome"
 EXIT_CODE_ANNOTATION = "sim.gpuctl.dev/exit-code"
 REASON_ANNOTATION = "sim.gpuctl.dev/reason"
+MESSAGE_ANNOTATION = "sim.gpuctl.dev/message"
 DELAY_ANNOTATION = "sim.gpuctl.dev/delay"
+RESTARTS_ANNOTATION = "sim.gpuctl.dev/restarts"
+CONTAINER_ANNOTATION = "sim.gpuctl.dev/container"
 GPU_TAINT = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 
 
@@ -281,18 +288,19 @@ def create(obj, context="admin", check=True):
     return kubectl("create", "-f", "-", "-o", "json", input=obj, context=context, check=check)
 
 
-def outcome(result="run", exit_code=None, reason=None, delay=None):
+def outcome(result="run", exit_code=None, reason=None, delay=None, restarts=None, message=None, container=None):
     """Labels and annotations that decide what a simulated pod does (see tests/cluster/README.md):
     run (Running until deleted; default for bare pods), succeed (exit 0; default for Job pods),
-    fail (exit_code, default 1)."""
+    fail (exit_code, default 1), crashloop (Running, CrashLoopBackOff after `restarts`, default 6),
+    restarted (Running and Ready after `restarts`, default 1); exit_code, reason and message are
+    the last termination's, container limits crashloop/restarted to one container."""
     labels = {OUTCOME_LABEL: result}
     ann = {}
-    if exit_code is not None:
-        ann[EXIT_CODE_ANNOTATION] = str(exit_code)
-    if reason:
-        ann[REASON_ANNOTATION] = reason
-    if delay:
-        ann[DELAY_ANNOTATION] = delay
+    for key, value in ((EXIT_CODE_ANNOTATION, exit_code), (REASON_ANNOTATION, reason), (DELAY_ANNOTATION, delay),
+                       (RESTARTS_ANNOTATION, restarts), (MESSAGE_ANNOTATION, message),
+                       (CONTAINER_ANNOTATION, container)):
+        if value is not None and value != "":
+            ann[key] = str(value)
     return labels, ann
 
 
@@ -378,6 +386,161 @@ def api_curl(path, method="GET", identity="admin", data=None, content_type="appl
         raise HarnessError("curl failed (exit %d): %s" % (r.rc, r.stderr))
     body, _, code = r.stdout.rpartition("\n")
     return int(code), body
+
+
+# -- logs, restarts, events, DaemonSets (what a diagnose suite builds a broken node from) ---------
+
+
+def fixture(relpath):
+    """A file under tests/fixtures (e.g. "k8s-errors/deviceplugin__...log"), as a Path: the log
+    helpers read a Path as a file and a str as the text itself."""
+    p = fixtures_dir() / relpath
+    if not p.is_file():
+        raise HarnessError("no fixture %s" % p)
+    return p
+
+
+def set_pod_logs(namespace, pod, logs, previous=None, stream="stdout", at=None, wait=True):
+    """Serves `logs` ({container: text | Path | [lines]}, container None: any other container) as
+    the pod's container logs through the API server's pods/log (kubectl logs), and `previous` as
+    the previous instance's (--previous). Plain text becomes CRI lines stamped from `at` (epoch
+    seconds, default now) 1 ms apart, each line's text verbatim; a fixture already in CRI format
+    is served as it is. stream: stdout or stderr (the device plugin logs to stderr). With wait
+    (and the pod bound), returns once the API server serves them."""
+    return _sim_logs.set_pod_logs(cluster(), namespace, pod, logs, previous, stream, at, wait=wait)
+
+
+def set_namespace_logs(namespace, logs, previous=None, stream="stdout", at=None, names=None):
+    """set_pod_logs for every pod of the namespace without logs of its own (optionally only those
+    named in `names`): for a Job's or a DaemonSet's pods, whose names come later."""
+    return _sim_logs.set_namespace_logs(cluster(), namespace, logs, previous, stream, at, names=names)
+
+
+def append_pod_log(namespace, pod, container, text, stream="stdout", at=None):
+    """More lines for a log set by set_pod_logs; a follow in progress prints them."""
+    return _sim_logs.append_pod_log(cluster(), namespace, pod, container, text, stream, at)
+
+
+def end_log_streams(node):
+    """Ends the log streams (follows) the API server holds to a node's kubelet, as the kubelet does
+    when a container stops (kwok never ends a follow by itself). Returns how many were open."""
+    return _sim_logs.end_log_streams(cluster(), node)
+
+
+def set_pod_outcome(namespace, pod, result, wait=True, timeout=60, **kw):
+    """Gives a running pod an outcome now (kubectl annotate, then label): e.g. result="crashloop",
+    restarts=6, exit_code=137, reason="OOMKilled" (keywords as outcome()). With wait, returns the
+    pod once its status shows it (crashloop: CrashLoopBackOff; restarted: the restart count)."""
+    labels, ann = outcome(result, **kw)
+    if ann:
+        kubectl("annotate", "--overwrite", "pod", pod, "-n", namespace, *("%s=%s" % kv for kv in ann.items()))
+    kubectl("label", "--overwrite", "pod", pod, "-n", namespace, *("%s=%s" % kv for kv in labels.items()))
+    if not wait:
+        return None
+    only = kw.get("container")
+
+    def shown():
+        p = kubectl("get", "pod", pod, "-n", namespace, "-o", "json")
+        st = [c for c in p["status"].get("containerStatuses", []) if not only or c["name"] == only]
+        if result == "crashloop":
+            ok = st and all(c.get("state", {}).get("waiting", {}).get("reason") == "CrashLoopBackOff" for c in st)
+        elif result == "restarted":
+            ok = st and all(c.get("lastState", {}).get("terminated") and c.get("state", {}).get("running")
+                            for c in st)
+        else:
+            ok = p["status"].get("phase") == {"succeed": "Succeeded", "fail": "Failed"}.get(result, "Running")
+        return p if ok else None
+    return wait_for(shown, timeout, "pod %s/%s to show outcome %s" % (namespace, pod, result))
+
+
+def record_event(namespace, involved_object, reason, message, type="Warning", component="kubelet", host=None,
+                 count=1, first=None, last=None, field_path=None, action="Scheduling"):
+    """Posts an Event as the component writes it: "default-scheduler" through events.k8s.io/v1
+    (reportingController/Instance, action, eventTime, a series when count > 1); any other
+    component (kubelet, daemonset-controller, ...) as core/v1 through client-go's legacy recorder
+    (source {component, host}, reportingComponent/Instance, first/lastTimestamp, count).
+    involved_object: the object (kubectl get -o json) or a reference dict; host: the node (kubelet)
+    or the scheduler's hostname; first/last: epoch seconds, datetime or RFC 3339 (default now);
+    field_path: e.g. "spec.containers{main}" as the kubelet sets it for container events.
+    Node events go to namespace "default", as the kubelet writes them. Returns the created Event."""
+    if component == "default-scheduler":
+        ev = sim_objects.scheduler_event(namespace, involved_object, reason, message, type, component, host, count,
+                                         first, last, action)
+    else:
+        ev = sim_objects.legacy_event(namespace, involved_object, reason, message, type, component, host, count,
+                                      first, last, field_path)
+    return create(ev)
+
+
+def daemonset_pod(namespace, daemonset, node, phases=("Running",), timeout=90):
+    """The DaemonSet's pod on `node` once it reaches one of `phases` (the DaemonSet controller
+    creates it, the scheduler binds it, kwok runs it)."""
+    def found():
+        items = kubectl("get", "pods", "-n", namespace, "--field-selector", "spec.nodeName=" + node,
+                        "-o", "json")["items"]
+        for p in items:
+            owners = p["metadata"].get("ownerReferences") or []
+            if any(o["kind"] == "DaemonSet" and o["name"] == daemonset for o in owners) \
+                    and p["status"].get("phase") in phases and not p["metadata"].get("deletionTimestamp"):
+                return p
+        return None
+    return wait_for(found, timeout, "DaemonSet %s/%s's pod on %s" % (namespace, daemonset, node))
+
+
+class Stream:
+    """A command running in the background, its stdout collected as it comes (gpuctl_stream)."""
+
+    def __init__(self, cmd, env):
+        self.cmd = cmd
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        self.chunks = []
+        self.reader = threading.Thread(target=lambda: self.chunks.extend(iter(self.proc.stdout.readline, "")),
+                                       daemon=True)
+        self.reader.start()
+
+    @property
+    def stdout(self):
+        return "".join(self.chunks)
+
+    def wait_for(self, text, timeout=60):
+        """Until stdout holds `text`; raises (and stops the command) if it exits or time runs out first."""
+        deadline = time.time() + timeout
+        while text not in self.stdout:
+            if self.proc.poll() is not None:
+                self.reader.join(5)
+                if text in self.stdout:
+                    break
+                self._fail("exited (%s) before printing %r" % (self.proc.returncode, text))
+            if time.time() > deadline:
+                self._fail("did not print %r within %ss" % (text, timeout))
+            time.sleep(0.1)
+
+    def _fail(self, why):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(5)
+        raise HarnessError("%s %s\nstdout: %s\nstderr: %s" % (" ".join(self.cmd[:3]), why, self.stdout,
+                                                               self.proc.stderr.read()))
+
+    def finish(self, timeout=60):
+        """Waits for the command to end; returns a Result (killed and raised on timeout)."""
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            self._fail("still running after %ss" % timeout)
+        self.reader.join(5)
+        return Result(self.cmd, self.proc.returncode, self.stdout, self.proc.stderr.read())
+
+
+def gpuctl_stream(*args, context=None, env=None):
+    """gpuctl started in the background (submit --follow): .wait_for(text), then .finish()."""
+    i = info()
+    e = dict(os.environ, KUBECONFIG=i["kubeconfigs"][context] if context else i["kubeconfig"], **(env or {}))
+    return Stream([gpuctl_bin(), *map(str, args)], e)
 
 
 def private_cluster(name, fleet_text=None):
