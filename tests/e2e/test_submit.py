@@ -71,13 +71,31 @@ class SubmitTest(h.TestCase):
         self.assertIn("DeadlineExceeded", r.stdout + r.stderr)
 
     def test_follow_without_node_logs_still_returns_the_result(self):
-        # kwok runs no kubelet, so the API server cannot fetch logs: --follow says so and goes on.
+        # The node's kubelet has no log for the container (the API server relays its 400): --follow
+        # says so and goes on.
         ns = self.namespace("submit-follow")
         r = submit("logs", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", GPU_TYPE, "--follow",
                    "--timeout", "2m")
         self.assertEqual(r.rc, 0, r)
         self.assertIn("==> pod logs-", r.stderr)
+        self.assertIn("are not available", r.stderr)
         self.assertIn("succeeded", r.stderr)
+
+    def test_follow_streams_the_pods_log_to_stdout(self):
+        ns = self.namespace("submit-follow-logs")
+        log = "step 1/2 loss=0.91\nstep 2/2 loss=0.47\ncheckpoint saved to /ckpt/step-2\n"
+        h.set_namespace_logs(ns, {None: log})   # the job's pod, whatever its name
+        s = h.gpuctl_stream("submit", "train", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", GPU_TYPE,
+                            "--follow", "--timeout", "2m", "--", "python", "train.py")
+        s.wait_for("checkpoint saved")
+        # kwok's kubelet never ends a follow; a real one does when the container exits.
+        pod = h.kubectl("get", "pods", "-n", ns, "-l", "batch.kubernetes.io/job-name=train", "-o", "json")["items"][0]
+        h.end_log_streams(pod["spec"]["nodeName"])
+        r = s.finish(120)
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual(r.stdout, log)   # stdout is the log, verbatim; the rest goes to stderr
+        self.assertIn("==> pod %s on node %s <==" % (pod["metadata"]["name"], pod["spec"]["nodeName"]), r.stderr)
+        self.assertIn("job %s/train succeeded" % ns, r.stderr)
 
     def test_refused_when_no_node_could_ever_hold_the_gpus(self):
         ns = self.namespace("submit-capacity")
