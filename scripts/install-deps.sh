@@ -9,6 +9,9 @@ packages=(
   libcli11-dev libyaml-cpp-dev libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev libpugixml-dev
   # tests
   catch2
+  # the e2e checks of diagnose's outputs: real readers of JUnit (xmllint against the XSD that
+  # Jenkins validates with) and of Prometheus' text format (the official client's parser)
+  libxml2-utils python3-prometheus-client
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
