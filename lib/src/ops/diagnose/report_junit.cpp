@@ -35,7 +35,11 @@ std::string xml_text(std::string_view text) {
 // One line for an attribute.
 std::string xml_line(std::string_view text) { return xml_text(output::printable(text)); }
 
-std::string seconds(std::chrono::microseconds d) { return fmt::format("{:.6f}", static_cast<double>(d.count()) / 1e6); }
+// Milliseconds at most: junit-10.xsd's time pattern (Surefire's) allows three decimals, no more.
+std::string seconds(std::chrono::microseconds d) {
+  auto ms = std::chrono::round<std::chrono::milliseconds>(d).count();
+  return fmt::format("{}.{:03}", ms / 1000, ms % 1000);
+}
 
 // One finding in a testcase's text; `note` (the suppression) follows its summary line.
 void describe(std::string& body, const Finding& f, std::string_view note) {
