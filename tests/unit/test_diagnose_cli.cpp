@@ -24,15 +24,50 @@ json gpu_node(const std::string& name, int capacity, int allocatable) {
             {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
 }
 
+// Every read of a whole healthy cluster (but for `nodes`): the device plugin of the GPU Operator
+// with one Ready pod and its log, a DCGM exporter, the metrics API, a server at v1.36.3.
 void answer(gpuctl::testing::CliHarness& cli, json nodes, bool pods_forbidden = false) {
-  cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of(std::move(nodes))));
+  auto& fake = cli.fake();
+  fake.on("GET", "/api/v1/nodes", json_answer(200, list_of(std::move(nodes))));
   if (pods_forbidden) {
-    cli.fake().on("GET", "/api/v1/pods",
-                  json_answer(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
-                                   R"("message":"pods is forbidden: User \"ops\" cannot list resource \"pods\""})"));
+    fake.on("GET", "/api/v1/pods",
+            json_answer(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
+                             R"("message":"pods is forbidden: User \"ops\" cannot list resource \"pods\""})"));
   } else {
-    cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array())));
+    fake.on("GET", "/api/v1/pods", json_answer(200, list_of(json::array())));
   }
+  for (const char* path : {"/api/v1/events", "/api/v1/persistentvolumeclaims", "/api/v1/persistentvolumes",
+                           "/apis/storage.k8s.io/v1/storageclasses", "/api/v1/resourcequotas", "/api/v1/limitranges",
+                           "/apis/batch/v1/jobs"}) {
+    fake.on("GET", path, json_answer(200, list_of(json::array())));
+  }
+  json plugin = {{"metadata",
+                  {{"name", "nvidia-device-plugin-daemonset"},
+                   {"namespace", "gpu-operator"},
+                   {"labels", {{"app", "nvidia-device-plugin-daemonset"}}}}},
+                 {"spec", {{"selector", {{"matchLabels", {{"app", "nvidia-device-plugin-daemonset"}}}}}}}};
+  json dcgm = {{"metadata", {{"name", "nvidia-dcgm-exporter"}, {"namespace", "gpu-operator"}}}};
+  fake.on("GET", "/apis/apps/v1/daemonsets", json_answer(200, list_of({plugin, dcgm})));
+  json plugin_pod = {
+      {"metadata",
+       {{"name", "nvidia-device-plugin-daemonset-abcde"},
+        {"namespace", "gpu-operator"},
+        {"ownerReferences", json::array({{{"kind", "DaemonSet"}, {"name", "nvidia-device-plugin-daemonset"}}})}}},
+      {"spec", {{"nodeName", "gpu-0"}, {"containers", json::array({{{"name", "nvidia-device-plugin"}}})}}},
+      {"status",
+       {{"phase", "Running"},
+        {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})},
+        {"containerStatuses", json::array({{{"name", "nvidia-device-plugin"}, {"restartCount", 0}}})}}}};
+  fake.on("GET", "/api/v1/namespaces/gpu-operator/pods", json_answer(200, list_of({plugin_pod})),
+          "labelSelector=app%3Dnvidia-device-plugin-daemonset");
+  fake.on("GET", "/api/v1/namespaces/gpu-operator/pods/nvidia-device-plugin-daemonset-abcde/log",
+          gpuctl::testing::FakeAnswer{
+              200,
+              "2026-12-06T11:00:00Z Starting to serve on /var/lib/kubelet/device-plugins/nvidia.sock\n",
+              {{"content-type", "text/plain"}},
+              false});
+  fake.on("GET", "/version", json_answer(200, R"({"major":"1","minor":"36","gitVersion":"v1.36.3"})"));
+  fake.on("GET", "/apis", json_answer(200, R"({"kind":"APIGroupList","groups":[{"name":"metrics.k8s.io"}]})"));
 }
 
 }  // namespace
@@ -44,7 +79,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto healthy = cli.run({"diagnose"});
   INFO(healthy.err);
   CHECK(healthy.exit_code == 0);
-  CHECK(healthy.err.find("No problems found by 5 check(s).") != std::string::npos);
+  CHECK(healthy.err.find("No problems found by 21 check(s).") != std::string::npos);
 
   answer(cli, {gpu_node("gpu-0", 8, 6)});
   auto sick = cli.run({"diagnose"});
@@ -61,7 +96,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto partial = cli.run({"diagnose"});
   INFO(partial.err);
   CHECK(partial.exit_code == 5);
-  CHECK(partial.err.find("No problems found by 4 check(s); 1 could not run.") != std::string::npos);
+  CHECK(partial.err.find("No problems found by 10 check(s); 11 could not run.") != std::string::npos);
   CHECK(partial.err.find("check node-not-ready skipped: could not list pods: forbidden: pods is forbidden") !=
         std::string::npos);
 

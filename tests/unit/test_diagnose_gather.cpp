@@ -30,7 +30,7 @@ TEST_CASE("diagnose::gather reads each needed list once; a refused one is named,
               "labelSelector=pool%3Da");
   fc.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, list_of(json::array())));
   fc.fake->on("GET", "/api/v1/namespaces/ml/events", json_answer(403, kForbidden));
-  GatherOptions options{{Source::nodes, Source::pods, Source::events}, "pool=a", "ml"};
+  GatherOptions options{{Source::nodes, Source::pods, Source::events}, "pool=a", "ml", {}};
   auto snapshot = gather(*fc.client, options);
   REQUIRE(snapshot);
   CHECK(fc.fake->unexpected().empty());
@@ -50,15 +50,24 @@ TEST_CASE("diagnose::gather stops when the cluster refuses the credentials", "[d
               json_answer(401, R"({"kind":"Status","status":"Failure","reason":"Unauthorized","code":401,)"
                                R"("message":"Unauthorized"})"));
   fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(json::array())));
-  auto snapshot = gather(*fc.client, {{Source::nodes, Source::pods}, "", ""});
+  auto snapshot = gather(*fc.client, {{Source::nodes, Source::pods}, "", "", {}});
   REQUIRE_FALSE(snapshot);
   CHECK(snapshot.error().is_unauthorized());
 }
 
-TEST_CASE("diagnose::needed_sources is the union of the selected checks' lists", "[diagnose]") {
+TEST_CASE("diagnose::needed_sources is the union of the selected checks' reads", "[diagnose]") {
   auto all = select_checks({});
   REQUIRE(all);
-  CHECK(needed_sources(*all) == std::set<Source>{Source::nodes, Source::pods});
+  CHECK(needed_sources(*all).size() == 15);  // every source: each check adds its own, each read once
+  // A derived read brings what it is read from: plugin logs need the plugin's pods and DaemonSets.
+  auto logs = select_checks({{"device-plugin-log-errors"}, {}});
+  REQUIRE(logs);
+  CHECK(needed_sources(*logs) ==
+        std::set<Source>{Source::nodes, Source::daemon_sets, Source::plugin_pods, Source::plugin_logs});
+  // Optional reads are read too (gpu-pods-pending names unbound claims when PVCs can be read).
+  auto pending = select_checks({{"gpu-pods-pending"}, {}});
+  REQUIRE(pending);
+  CHECK(needed_sources(*pending) == std::set<Source>{Source::nodes, Source::pods, Source::events, Source::pvcs});
   auto network = select_checks({{"node-network-unavailable"}, {}});
   REQUIRE(network);
   CHECK(needed_sources(*network) == std::set<Source>{Source::nodes});

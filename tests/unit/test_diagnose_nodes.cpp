@@ -48,17 +48,36 @@ Report run_all(const Snapshot& s) { return run_checks(s, *select_checks({})); }
 
 }  // namespace
 
-TEST_CASE("diagnose: a healthy GPU node and CPU nodes make every node check pass", "[diagnose]") {
+TEST_CASE("diagnose: a healthy GPU node and CPU nodes make every check pass", "[diagnose]") {
   auto cpu = json::parse(gpuctl::testing::fixture("k8s-nodes/edgecloud__aks-3-nodes-no-gpu__nodelist.json"))["items"];
   std::vector<json> nodes(cpu.begin(), cpu.end());
   nodes.push_back(healthy_gpu_node());
-  Report r = run_all(snapshot_of(nodes, {gpu_pod("nori", "train-0", 1)}));
-  CHECK(r.findings.empty());
+  Snapshot s = snapshot_of(nodes, {gpu_pod("nori", "train-0", 1)});
+  // The rest of a healthy cluster: NVIDIA's Helm-chart device plugin with a Ready pod on nori,
+  // the DCGM exporter, the metrics API, and an API server the rke2 kubelet (v1.31.6) may talk to.
+  s.lists[Source::daemon_sets] = {{{"metadata",
+                                    {{"name", "nvdp-nvidia-device-plugin"},
+                                     {"namespace", "nvidia"},
+                                     {"labels", {{"app.kubernetes.io/name", "nvidia-device-plugin"}}}}}},
+                                  {{"metadata", {{"name", "dcgm-exporter"}, {"namespace", "monitoring"}}}}};
+  json plugin_pod = gpu_pod("nori", "nvdp-nvidia-device-plugin-x2x9z", 0);
+  plugin_pod["metadata"]["namespace"] = "nvidia";
+  plugin_pod["metadata"]["ownerReferences"] =
+      json::array({{{"kind", "DaemonSet"}, {"name", "nvdp-nvidia-device-plugin"}}});
+  plugin_pod["status"]["conditions"] = json::array({{{"type", "Ready"}, {"status", "True"}}});
+  s.lists[Source::plugin_pods] = {plugin_pod};
+  s.lists[Source::server_version] = {{{"gitVersion", "v1.32.2"}}};
+  s.lists[Source::api_groups] = {{{"groups", json::array({{{"name", "metrics.k8s.io"}}})}}};
+  Report r = run_all(s);
+  for (const auto& f : r.findings) FAIL_CHECK(f.check + ": " + f.summary);
   REQUIRE(r.checks.size() == checks().size());
   for (const auto& c : r.checks) {
     INFO(c.id);
     CHECK(c.status == CheckStatus::pass);
   }
+  REQUIRE(r.verdicts.size() == 1);
+  CHECK(r.verdicts[0].node == "nori");
+  CHECK_FALSE(r.verdicts[0].layer.has_value());
 }
 
 TEST_CASE("diagnose: node-not-ready names how long and the GPU pods stranded there", "[diagnose]") {
@@ -118,7 +137,8 @@ TEST_CASE("diagnose: device-plugin-missing and gpu-unhealthy-devices read what t
   json sick = healthy_gpu_node();
   sick["status"]["capacity"]["nvidia.com/gpu"] = "8";
   sick["status"]["allocatable"]["nvidia.com/gpu"] = "6";
-  Report r = run_all(snapshot_of({unregistered, sick}));
+  auto node_checks = select_checks({{"node-not-ready", "device-plugin-missing", "gpu-unhealthy-devices"}, {}});
+  Report r = run_checks(snapshot_of({unregistered, sick}), *node_checks);
 
   REQUIRE(r.findings.size() == 2);
   // Critical first.
@@ -134,6 +154,13 @@ TEST_CASE("diagnose: device-plugin-missing and gpu-unhealthy-devices read what t
   CHECK(status("device-plugin-missing") == CheckStatus::fail);
   CHECK(status("gpu-unhealthy-devices") == CheckStatus::fail);
   CHECK(status("node-not-ready") == CheckStatus::pass);
+  // Each GPU node's verdict: the first failing layer, in the order an admin rules them out.
+  REQUIRE(r.verdicts.size() == 2);
+  CHECK(r.verdicts[0].node == "gpu-new");
+  CHECK(r.verdicts[0].layer == Layer::gpus_registered);
+  CHECK(r.verdicts[1].node == "nori");
+  CHECK(r.verdicts[1].layer == Layer::gpus_healthy);
+  CHECK(r.verdicts[1].check == "gpu-unhealthy-devices");
 }
 
 TEST_CASE("diagnose: a list that could not be read skips the checks that need it, and only those", "[diagnose]") {
@@ -143,13 +170,17 @@ TEST_CASE("diagnose: a list that could not be read skips the checks that need it
   Report r = run_all(s);
   for (const auto& c : r.checks) {
     INFO(c.id);
-    if (c.id == "node-not-ready") {
+    const auto& needs = find_check(c.id)->needs;
+    if (std::find(needs.begin(), needs.end(), Source::pods) != needs.end()) {
       CHECK(c.status == CheckStatus::skipped);
       CHECK(c.skipped_because == "could not list pods: pods is forbidden: User \"ops\" cannot list resource \"pods\"");
     } else {
-      CHECK(c.status == CheckStatus::pass);
+      CHECK(c.status != CheckStatus::skipped);
     }
   }
+  auto skipped = std::count_if(r.checks.begin(), r.checks.end(),
+                               [](const CheckRun& c) { return c.status == CheckStatus::skipped; });
+  CHECK(skipped == 11);
 }
 
 TEST_CASE("diagnose: --check and --skip select by id and refuse unknown ids", "[diagnose]") {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "check_support.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
@@ -17,6 +18,9 @@ using kube::field;
 using kube::string_field;
 
 using Condition = kube::NodeCondition;
+using support::first_few;
+using support::gpu_pods_on;
+using support::node_finding;
 
 std::optional<Condition> condition_of(const json& node, std::string_view type) {
   for (auto& c : kube::node_conditions(node)) {
@@ -37,39 +41,6 @@ std::string held_for(const Snapshot& snapshot, const Condition& c) {
   auto since = util::parse_rfc3339(c.last_transition_time);
   if (!since || *since > snapshot.now) return "";
   return " for " + util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(snapshot.now - *since));
-}
-
-Finding node_finding(std::string_view check, Severity severity, const std::string& node, std::string summary) {
-  Finding f;
-  f.check = std::string(check);
-  f.severity = severity;
-  f.object = {"Node", "", node};
-  f.node = node;
-  f.summary = std::move(summary);
-  return f;
-}
-
-// "ns/name" of the non-terminal pods bound to `node` that hold nvidia.com/* resources.
-std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string& node) {
-  std::vector<std::string> out;
-  for (const auto& pod : snapshot.list(Source::pods)) {
-    if (string_field(field(pod, "spec"), "nodeName") != node || kube::pod_is_terminal(pod)) continue;
-    for (const auto& [resource, q] : kube::pod_requests(pod)) {
-      if (is_nvidia_resource(resource) && q.value() > 0) {
-        out.push_back(kube::namespace_of(pod) + "/" + kube::name_of(pod));
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-std::string first_few(const std::vector<std::string>& names, std::size_t shown = 3) {
-  std::vector<std::string> head(names.begin(),
-                                names.begin() + static_cast<std::ptrdiff_t>(std::min(shown, names.size())));
-  std::string text = fmt::format("{}", fmt::join(head, ", "));
-  if (names.size() > shown) text += fmt::format(" and {} more", names.size() - shown);
-  return text;
 }
 
 }  // namespace

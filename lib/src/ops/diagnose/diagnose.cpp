@@ -5,6 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/common/gpu_vocabulary.hpp"
+
 namespace gpuctl::ops::diagnose {
 
 std::string_view to_string(Severity severity) {
@@ -49,6 +52,11 @@ std::string_view to_string(Source source) {
     case Source::limit_ranges: return "limitranges";
     case Source::jobs: return "jobs";
     case Source::daemon_sets: return "daemonsets";
+    case Source::plugin_pods: return "device plugin pods";
+    case Source::plugin_logs: return "device plugin logs";
+    case Source::job_logs: return "failed GPU pods' logs";
+    case Source::server_version: return "the server's version";
+    case Source::api_groups: return "API discovery";
   }
   return "unknown";
 }
@@ -100,6 +108,106 @@ const std::vector<Check>& checks() {
        {Source::nodes},
        Severity::error,
        check_gpu_unhealthy_devices},
+      {"gpu-allocation-failed",
+       "GPU pods the kubelet refused at admission (the node cannot give out GPUs)",
+       Layer::gpu_pods,
+       {Source::pods, Source::events},
+       Severity::error,
+       check_gpu_allocation_failed},
+      {"gpu-pods-pending",
+       "GPU pods that cannot be scheduled, with the cause in numbers; GPU Jobs refused by quota",
+       Layer::workload,
+       {Source::nodes, Source::pods, Source::events},
+       Severity::error,
+       check_gpu_pods_pending,
+       {Source::pvcs}},
+      {"oom-killed",
+       "GPU pods' containers killed for exceeding their memory limit",
+       Layer::workload,
+       {Source::pods},
+       Severity::warning,
+       check_oom_killed},
+      {"restart-storm",
+       "GPU pods' containers restarting over and over (--restart-threshold)",
+       Layer::workload,
+       {Source::pods},
+       Severity::warning,
+       check_restart_storm},
+      {"pvc-unbound",
+       "Claims that do not bind (and why), and ReadWriteOnce claims of parallel GPU Jobs",
+       Layer::workload,
+       {Source::pvcs, Source::pvs, Source::storage_classes, Source::pods, Source::jobs},
+       Severity::error,
+       check_pvc_unbound,
+       {Source::events}},
+      {"volume-mount-failed",
+       "GPU pods stuck in ContainerCreating on a failed mount (NFS server, export, client, permissions)",
+       Layer::workload,
+       {Source::events, Source::pods},
+       Severity::error,
+       check_volume_mount_failed},
+      {"device-plugin-unhealthy",
+       "The device plugin DaemonSet: a pod on every GPU node, Ready, not restarting, one version",
+       Layer::device_plugin,
+       {Source::nodes, Source::daemon_sets, Source::plugin_pods},
+       Severity::critical,
+       check_device_plugin_unhealthy},
+      {"device-plugin-log-errors",
+       "Known failures in the device plugin pods' recent logs (registration, NVML, strategy)",
+       Layer::device_plugin,
+       {Source::plugin_logs},
+       Severity::error,
+       check_device_plugin_log_errors},
+      {"gpu-job-failed",
+       "Failed GPU Jobs and their GPU cause (termination message, last log lines)",
+       Layer::workload,
+       {Source::jobs, Source::pods},
+       Severity::error,
+       check_gpu_job_failed,
+       {Source::job_logs}},
+      {"jobs-not-cleaned",
+       "Finished GPU Jobs older than a day without ttlSecondsAfterFinished",
+       Layer::workload,
+       {Source::jobs},
+       Severity::info,
+       check_jobs_not_cleaned},
+      {"gpu-node-untainted",
+       "GPU nodes without their pool's NoSchedule taint; non-GPU pods on GPU nodes",
+       Layer::workload,
+       {Source::nodes, Source::pods},
+       Severity::warning,
+       check_gpu_node_untainted},
+      {"gpu-taint-untolerated",
+       "GPU pool taints no GPU workload tolerates (the pool idles)",
+       Layer::workload,
+       {Source::nodes, Source::pods, Source::jobs},
+       Severity::warning,
+       check_gpu_taint_untolerated},
+      {"quota-not-enforced",
+       "GPU quota keys Kubernetes never enforces (nvidia.com/gpu instead of requests.nvidia.com/gpu)",
+       Layer::workload,
+       {Source::quotas},
+       Severity::warning,
+       check_quota_not_enforced},
+      {"quota-exhausted",
+       "Namespaces at their GPU quota with work held back",
+       Layer::workload,
+       {Source::quotas, Source::pods, Source::events},
+       Severity::warning,
+       check_quota_exhausted,
+       {Source::limit_ranges, Source::jobs}},
+      {"kubelet-version-skew",
+       "GPU nodes' kubelets outside the API server's version skew; mixed versions in a pool",
+       Layer::node,
+       {Source::nodes, Source::server_version},
+       Severity::error,
+       check_kubelet_version_skew},
+      {"monitoring-missing",
+       "No metrics API (kubectl top fails), no DCGM exporter",
+       Layer::workload,
+       {Source::api_groups, Source::daemon_sets, Source::nodes},
+       Severity::info,
+       check_monitoring_missing},
   };
   return table;
 }
@@ -152,7 +260,9 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
     if (!run.skipped_because.empty()) {
       run.status = CheckStatus::skipped;
     } else {
+      auto started = std::chrono::steady_clock::now();
       std::vector<Finding> found = check->run(snapshot);
+      run.duration = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
       if (!found.empty()) run.status = CheckStatus::fail;
       for (auto& f : found) report.findings.push_back(std::move(f));
     }
@@ -164,7 +274,27 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
     if (a.node != b.node) return a.node < b.node;
     return a.check < b.check;
   });
+  report.verdicts = node_verdicts(snapshot, report.findings);
   return report;
+}
+
+std::vector<NodeVerdict> node_verdicts(const Snapshot& snapshot, const std::vector<Finding>& findings) {
+  std::vector<NodeVerdict> out;
+  for (const auto& node : snapshot.list(Source::nodes)) {
+    if (!is_gpu_node(node)) continue;
+    NodeVerdict verdict{kube::name_of(node), std::nullopt, "", ""};
+    for (const auto& f : findings) {
+      if (f.node != verdict.node || f.severity < Severity::error) continue;
+      const Check* c = find_check(f.check);
+      if (c == nullptr || (verdict.layer && *verdict.layer <= c->layer)) continue;
+      verdict.layer = c->layer;
+      verdict.check = f.check;
+      verdict.summary = f.summary;
+    }
+    out.push_back(std::move(verdict));
+  }
+  std::sort(out.begin(), out.end(), [](const NodeVerdict& a, const NodeVerdict& b) { return a.node < b.node; });
+  return out;
 }
 
 }  // namespace gpuctl::ops::diagnose

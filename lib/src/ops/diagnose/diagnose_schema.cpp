@@ -42,6 +42,7 @@ json to_json(const Report& report) {
       item["layer"] = to_string(c->layer);
       item["severity"] = to_string(c->severity);
     }
+    item["durationSeconds"] = static_cast<double>(run.duration.count()) / 1e6;
     if (run.status == CheckStatus::skipped) item["skippedBecause"] = run.skipped_because;
     checks_run.push_back(std::move(item));
     passed += run.status == CheckStatus::pass;
@@ -54,12 +55,27 @@ json to_json(const Report& report) {
     findings.push_back(finding_json(f));
     summary[std::string(to_string(f.severity))] = summary[std::string(to_string(f.severity))].get<int>() + 1;
   }
+  json nodes = json::array();
+  int failing = 0;
+  for (const auto& v : report.verdicts) {
+    json layer = v.layer ? json(to_string(*v.layer)) : json(nullptr);
+    failing += v.layer.has_value();
+    nodes.push_back({{"node", v.node}, {"firstFailingLayer", layer}, {"check", v.check}, {"summary", v.summary}});
+  }
+  json suppressed = json::array();
+  for (const auto& s : report.suppressed) {
+    suppressed.push_back({{"finding", finding_json(s.finding)}, {"reason", s.reason}, {"until", s.until}});
+  }
+  summary["suppressed"] = report.suppressed.size();
+  summary["nodesFailing"] = failing;
   summary["checksPassed"] = passed;
   summary["checksFailed"] = failed;
   summary["checksSkipped"] = skipped;
-  return schema_document(
-      "DiagnoseReport",
-      {{"checks", std::move(checks_run)}, {"findings", std::move(findings)}, {"summary", std::move(summary)}});
+  return schema_document("DiagnoseReport", {{"checks", std::move(checks_run)},
+                                            {"findings", std::move(findings)},
+                                            {"nodes", std::move(nodes)},
+                                            {"suppressed", std::move(suppressed)},
+                                            {"summary", std::move(summary)}});
 }
 
 json checks_to_json(const std::vector<const Check*>& listed) {

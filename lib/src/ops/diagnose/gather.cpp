@@ -1,37 +1,60 @@
 // diagnose's gathering pass: every list the selected checks need, read once and in parallel; a
-// list that fails is recorded and skips only its checks.
+// list that fails is recorded and skips only its checks. Then, from what the lists hold, the
+// device plugin's pods (wherever -n points) and the recent logs of those pods and of failed GPU
+// Jobs' pods, a bounded number at a time.
 #include <future>
 #include <map>
 #include <optional>
+#include <set>
 
+#include <fmt/format.h>
+
+#include "check_support.hpp"
 #include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/label_selector.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/projection.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops::diagnose {
 namespace {
+
+using json = nlohmann::json;
+using kube::field;
+using kube::string_field;
+
+// The log lines read per container: enough for a plugin's start-up and its last errors.
+constexpr int kLogTailLines = 200;
+// Failed GPU Jobs whose pod log is read: the newest ones; older ones keep their termination message.
+constexpr std::size_t kJobLogsMax = 20;
 
 struct ListPlan {
   std::string path;
   kube::ListOptions options;
 };
 
-// The pod fields the checks read: the inventory's (requests, phase, node) and, for the checks of
-// the next slices, container states, owners, placement and volumes. Whole pods are ~9 KiB each.
+// The pod fields the checks read: the inventory's (requests, phase, node) and container states,
+// owners, placement, volumes and images. Whole pods are ~9 KiB each.
 const kube::Projection& pod_fields() {
   static const kube::Projection fields = [] {
     std::vector<std::string> paths = kube::pod_request_paths();
-    for (const char* more :
-         {"metadata.uid", "metadata.labels", "metadata.creationTimestamp", "metadata.ownerReferences",
-          "spec.nodeSelector", "spec.tolerations", "spec.affinity", "spec.volumes", "status.reason",
-          "status.conditions", "status.containerStatuses", "status.initContainerStatuses"})
+    for (const char* more : {"metadata.uid", "metadata.labels", "metadata.creationTimestamp",
+                             "metadata.ownerReferences", "spec.nodeSelector", "spec.tolerations", "spec.affinity",
+                             "spec.volumes", "spec.containers[].image", "status.reason", "status.message",
+                             "status.conditions", "status.containerStatuses", "status.initContainerStatuses"})
       paths.emplace_back(more);
     return kube::Projection(paths);
   }();
   return fields;
+}
+
+// The lists read in the first, parallel step; the others are derived from them.
+bool is_list(Source s) {
+  return s != Source::plugin_pods && s != Source::plugin_logs && s != Source::job_logs && s != Source::server_version &&
+         s != Source::api_groups;
 }
 
 ListPlan plan_for(Source source, const GatherOptions& options) {
@@ -54,7 +77,10 @@ ListPlan plan_for(Source source, const GatherOptions& options) {
     case Source::quotas: plan.path = kube::paths::resource_quotas(ns); break;
     case Source::limit_ranges: plan.path = kube::paths::limit_ranges(ns); break;
     case Source::jobs: plan.path = kube::paths::jobs(ns); break;
-    case Source::daemon_sets: plan.path = kube::paths::daemon_sets(ns); break;
+    // The device plugin and the DCGM exporter live in kube-system or the operator's namespace,
+    // whatever -n says about workloads.
+    case Source::daemon_sets: plan.path = kube::paths::daemon_sets(); break;
+    default: break;
   }
   return plan;
 }
@@ -64,28 +90,201 @@ bool stops_everything(const Error& e) {
   return e.code == Errc::transport || e.code == Errc::config || e.is_unauthorized() || e.code == Errc::cancelled;
 }
 
+// Events older than the window tell nothing about now, and at scale they are most of the list.
+std::vector<json> within(std::vector<json> events, const Snapshot& snapshot) {
+  std::vector<json> out;
+  for (auto& e : events) {
+    auto t = util::parse_rfc3339(support::event_time(e));
+    if (!t || *t >= snapshot.now - snapshot.settings.since) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+struct LogWanted {
+  json item;  // namespace, pod, container, node, previous (+ job)
+};
+
+// Reads each wanted log (tailLines, sinceSeconds, timestamps), 4 at a time; a log that cannot be
+// read keeps its error in the item, so one gone pod does not hide the others.
+Result<std::vector<json>> read_logs(kube::Client& client, std::vector<LogWanted> wanted, const Settings& settings) {
+  std::vector<json> out;
+  constexpr std::size_t kParallel = 4;
+  for (std::size_t i = 0; i < wanted.size(); i += kParallel) {
+    std::vector<std::future<Result<std::string>>> reads;
+    for (std::size_t j = i; j < std::min(wanted.size(), i + kParallel); ++j) {
+      const json& w = wanted[j].item;
+      kube::Query query;
+      query.add("container", string_field(w, "container"))
+          .add("tailLines", std::to_string(kLogTailLines))
+          .add("sinceSeconds", std::to_string(settings.since.count()))
+          .add("timestamps", "true")
+          .add_if(kube::bool_field(w, "previous"), "previous", "true");
+      std::string path = kube::paths::pod_log(string_field(w, "namespace"), string_field(w, "pod"));
+      reads.push_back(std::async(std::launch::async, [&client, path, query] { return client.get_text(path, query); }));
+    }
+    for (std::size_t j = i; j < i + reads.size(); ++j) {
+      Result<std::string> text = reads[j - i].get();
+      json item = std::move(wanted[j].item);
+      if (text) {
+        item["text"] = std::move(*text);
+      } else if (stops_everything(text.error()) || text.error().is_forbidden()) {
+        return fail(text.error());
+      } else {
+        item["error"] = text.error().message;
+      }
+      out.push_back(std::move(item));
+    }
+  }
+  return out;
+}
+
+// The plugin pods, one list per plugin DaemonSet (its namespace and selector), on the nodes read
+// (-l scopes the node-bound infrastructure too); unscheduled ones are the DaemonSet's business.
+Result<std::vector<json>> read_plugin_pods(kube::Client& client, const Snapshot& snapshot) {
+  std::set<std::string> nodes;
+  for (const auto& n : snapshot.list(Source::nodes)) nodes.insert(kube::name_of(n));
+  bool nodes_read = snapshot.lists.count(Source::nodes) > 0;
+  std::optional<json> selector;
+  if (!snapshot.settings.device_plugin_selector.empty()) {
+    GPUCTL_TRY_ASSIGN(json parsed, kube::parse_label_selector(snapshot.settings.device_plugin_selector));
+    selector = parsed;
+  }
+  std::vector<json> out;
+  for (const auto& ds : snapshot.list(Source::daemon_sets)) {
+    if (!support::is_device_plugin(ds, selector ? &*selector : nullptr)) continue;
+    kube::ListOptions options;
+    options.label_selector = support::selector_string(ds);
+    options.fields = pod_fields();
+    GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(kube::namespace_of(ds)), options));
+    for (auto& p : pods.items) {
+      std::string node = string_field(field(p, "spec"), "nodeName");
+      if (!nodes_read || nodes.count(node)) out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+std::vector<LogWanted> plugin_logs_wanted(const Snapshot& snapshot) {
+  std::vector<LogWanted> out;
+  for (const auto& pod : snapshot.list(Source::plugin_pods)) {
+    for (const auto& status : kube::array_field(field(pod, "status"), "containerStatuses")) {
+      json base = {{"namespace", kube::namespace_of(pod)},
+                   {"pod", kube::name_of(pod)},
+                   {"container", string_field(status, "name")},
+                   {"node", string_field(field(pod, "spec"), "nodeName")},
+                   {"previous", false}};
+      out.push_back({base});
+      if (kube::integer_field(status, "restartCount").value_or(0) > 0) {
+        base["previous"] = true;
+        out.push_back({base});
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<LogWanted> job_logs_wanted(const Snapshot& snapshot) {
+  std::vector<LogWanted> out;
+  for (const auto& pod : snapshot.list(Source::pods)) {
+    if (out.size() >= kJobLogsMax) break;
+    std::string job = support::owning_job(pod);
+    if (job.empty() || string_field(field(pod, "status"), "phase") != "Failed" || !support::is_gpu_pod(pod)) continue;
+    for (const auto& c : kube::array_field(field(pod, "spec"), "containers")) {
+      out.push_back({json{{"namespace", kube::namespace_of(pod)},
+                          {"pod", kube::name_of(pod)},
+                          {"container", string_field(c, "name")},
+                          {"node", string_field(field(pod, "spec"), "nodeName")},
+                          {"previous", false},
+                          {"job", job}}});
+      break;
+    }
+  }
+  return out;
+}
+
+// Records a derived read: its items, or why it is unavailable; stops on what stops everything.
+Result<void> record(Snapshot& snapshot, Source source, Result<std::vector<json>> read) {
+  if (read) {
+    snapshot.lists[source] = std::move(*read);
+  } else if (stops_everything(read.error())) {
+    return fail(read.error());
+  } else {
+    snapshot.unavailable[source] = read.error().message;
+  }
+  return {};
+}
+
+Result<std::vector<json>> read_one(kube::Client& client, std::string_view path) {
+  GPUCTL_TRY_ASSIGN(json doc, client.get(path));
+  return std::vector<json>{std::move(doc)};
+}
+
+Result<void> read_derived(kube::Client& client, const GatherOptions& options, Snapshot& snapshot) {
+  const auto& wanted = options.sources;
+  auto unavailable_because = [&](Source s) { return snapshot.unavailable.count(s) > 0; };
+  if (wanted.count(Source::server_version)) {
+    GPUCTL_TRY(record(snapshot, Source::server_version, read_one(client, "/version")));
+  }
+  if (wanted.count(Source::api_groups)) GPUCTL_TRY(record(snapshot, Source::api_groups, read_one(client, "/apis")));
+  if (wanted.count(Source::plugin_pods)) {
+    if (unavailable_because(Source::daemon_sets)) {
+      snapshot.unavailable[Source::plugin_pods] = "could not list daemonsets";
+    } else {
+      GPUCTL_TRY(record(snapshot, Source::plugin_pods, read_plugin_pods(client, snapshot)));
+    }
+  }
+  if (wanted.count(Source::plugin_logs)) {
+    if (unavailable_because(Source::plugin_pods)) {
+      snapshot.unavailable[Source::plugin_logs] = snapshot.unavailable[Source::plugin_pods];
+    } else {
+      GPUCTL_TRY(
+          record(snapshot, Source::plugin_logs, read_logs(client, plugin_logs_wanted(snapshot), options.settings)));
+    }
+  }
+  if (wanted.count(Source::job_logs) && !unavailable_because(Source::pods)) {
+    GPUCTL_TRY(record(snapshot, Source::job_logs, read_logs(client, job_logs_wanted(snapshot), options.settings)));
+  }
+  return {};
+}
+
 }  // namespace
 
 std::set<Source> needed_sources(const std::vector<const Check*>& selected) {
   std::set<Source> out;
-  for (const Check* c : selected) out.insert(c->needs.begin(), c->needs.end());
+  for (const Check* c : selected) {
+    out.insert(c->needs.begin(), c->needs.end());
+    out.insert(c->uses_if_readable.begin(), c->uses_if_readable.end());
+  }
+  // What the derived reads are read from.
+  if (out.count(Source::plugin_logs)) out.insert(Source::plugin_pods);
+  if (out.count(Source::plugin_pods)) {
+    out.insert(Source::daemon_sets);
+    out.insert(Source::nodes);  // -l scopes the plugin pods to the nodes it selects
+  }
+  if (out.count(Source::job_logs)) out.insert(Source::pods);
   return out;
 }
 
 Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
+  if (!options.settings.device_plugin_selector.empty()) {
+    GPUCTL_TRY(kube::parse_label_selector(options.settings.device_plugin_selector));
+  }
   std::map<Source, std::future<Result<kube::ListResult>>> reads;
   for (Source source : options.sources) {
+    if (!is_list(source)) continue;
     reads[source] = std::async(std::launch::async, [&client, plan = plan_for(source, options)] {
       return client.list(plan.path, plan.options);
     });
   }
   Snapshot snapshot;
   snapshot.now = std::chrono::system_clock::now();
+  snapshot.settings = options.settings;
   std::optional<Error> fatal;
   for (auto& [source, read] : reads) {
     Result<kube::ListResult> result = read.get();
     if (result) {
-      snapshot.lists[source] = std::move(result->items);
+      snapshot.lists[source] =
+          source == Source::events ? within(std::move(result->items), snapshot) : std::move(result->items);
     } else if (stops_everything(result.error())) {
       if (!fatal) fatal = result.error();
     } else {
@@ -93,6 +292,7 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
     }
   }
   if (fatal) return fail(*fatal);
+  GPUCTL_TRY(read_derived(client, options, snapshot));
   return snapshot;
 }
 

@@ -33,8 +33,28 @@ std::optional<Severity> parse_severity(std::string_view text);
 enum class Layer { node, network, device_plugin, gpus_registered, gpus_healthy, gpu_pods, workload };
 std::string_view to_string(Layer layer);
 
-// The lists the snapshot holds; a check names the ones it reads.
-enum class Source { nodes, pods, events, pvcs, pvs, storage_classes, quotas, limit_ranges, jobs, daemon_sets };
+// What the snapshot holds; a check names the ones it reads. Most are lists. plugin_pods are the
+// pods of the device plugin DaemonSets (read after daemon_sets, whatever -n says), plugin_logs
+// their recent logs and job_logs the last lines of failed GPU Jobs' pods (read after those), each
+// {namespace, pod, container, node, previous, text, error}; server_version is GET /version (one
+// item), api_groups the discovery document GET /apis (one item).
+enum class Source {
+  nodes,
+  pods,
+  events,
+  pvcs,
+  pvs,
+  storage_classes,
+  quotas,
+  limit_ranges,
+  jobs,
+  daemon_sets,
+  plugin_pods,
+  plugin_logs,
+  job_logs,
+  server_version,
+  api_groups
+};
 std::string_view to_string(Source source);
 
 struct ObjectRef {
@@ -60,9 +80,21 @@ struct Finding {
   std::vector<std::string> remedy;  // commands to run, with the real names filled in
 };
 
+// The knobs the checks read (flags of `gpuctl diagnose`); the defaults are the documented ones.
+struct Settings {
+  std::chrono::seconds since{3600};  // --since: events and logs within this window count
+  int restart_threshold = 5;         // restart-storm: a container restarted at least this often
+  // jobs-not-cleaned: finished GPU Jobs older than this (gpuctl jobs clean --older-than's unit)
+  std::chrono::seconds jobs_older_than{24 * 3600};
+  // --device-plugin-selector: a label selector naming the device plugin DaemonSets; "" means the
+  // names and labels NVIDIA's static manifest, Helm chart and GPU Operator use.
+  std::string device_plugin_selector;
+};
+
 // One read of the cluster. `now` is when it was read, so ages in findings are reproducible.
 struct Snapshot {
   std::chrono::system_clock::time_point now;
+  Settings settings;
   std::map<Source, std::vector<nlohmann::json>> lists;
   std::map<Source, std::string> unavailable;  // why a list could not be read ("forbidden: ...")
 
@@ -77,6 +109,9 @@ struct Check {
   std::vector<Source> needs;
   Severity severity;  // the default severity of its findings
   std::vector<Finding> (*run)(const Snapshot&);
+  // Read when they can be: the check still runs without them, saying less (gpu-pods-pending
+  // names an unbound claim only when PVCs are readable).
+  std::vector<Source> uses_if_readable = {};
 };
 
 // Every check, in the order they run and are listed.
@@ -98,6 +133,51 @@ std::vector<Finding> check_gpu_unhealthy_devices(const Snapshot& snapshot);
 // device-plugin-missing (critical): a node that looks like a GPU node (a GPU product label or
 // nvidia.com/gpu.present=true) but advertises no nvidia.com/* capacity: the plugin never registered.
 std::vector<Finding> check_device_plugin_missing(const Snapshot& snapshot);
+// gpu-allocation-failed (error): GPU pods the kubelet refused at admission (UnexpectedAdmissionError,
+// "Allocate failed due to ..."), per node, with the cause read from the message (pods, events).
+std::vector<Finding> check_gpu_allocation_failed(const Snapshot& snapshot);
+// gpu-pods-pending (error; warning when only no GPUs are free now): GPU pods the scheduler cannot
+// place, with the cause in numbers, and GPU Jobs whose pods quota refuses (nodes, pods, events).
+std::vector<Finding> check_gpu_pods_pending(const Snapshot& snapshot);
+// oom-killed (warning): containers of GPU pods whose last termination was OOMKilled, with the limit.
+std::vector<Finding> check_oom_killed(const Snapshot& snapshot);
+// restart-storm (warning): GPU pods' containers restarted at least settings.restart_threshold
+// times, crash-looping now or last terminated within settings.since.
+std::vector<Finding> check_restart_storm(const Snapshot& snapshot);
+// pvc-unbound (error): claims Pending (which of class, size, access mode or selector keeps every
+// PV away, or the provisioner) or Lost, with the pods waiting on them; parallel GPU Jobs sharing a
+// ReadWriteOnce claim (warning).
+std::vector<Finding> check_pvc_unbound(const Snapshot& snapshot);
+// volume-mount-failed (error): FailedMount / FailedAttachVolume events of GPU pods, grouped by
+// cause and NFS export (server unreachable, export missing, access denied, client missing, ...).
+std::vector<Finding> check_volume_mount_failed(const Snapshot& snapshot);
+// device-plugin-unhealthy (critical): GPU nodes without a device plugin pod (and why: the
+// DaemonSet's placement or tolerations), plugin pods not Ready, crash-looping or restarting; a
+// rollout stuck half-way and plugin versions that differ across nodes (warnings).
+std::vector<Finding> check_device_plugin_unhealthy(const Snapshot& snapshot);
+// device-plugin-log-errors (error): known failure lines in the plugin pods' recent logs
+// (registration, NVML, strategy, no devices), quoted with their time.
+std::vector<Finding> check_device_plugin_log_errors(const Snapshot& snapshot);
+// gpu-job-failed (error): GPU Jobs failed within --since, with the GPU cause read from the failed
+// pods' termination messages and the last lines of their logs.
+std::vector<Finding> check_gpu_job_failed(const Snapshot& snapshot);
+// jobs-not-cleaned (info): per namespace, finished GPU Jobs older than settings.jobs_older_than
+// (a day) without ttlSecondsAfterFinished.
+std::vector<Finding> check_jobs_not_cleaned(const Snapshot& snapshot);
+// gpu-node-untainted (warning): GPU nodes without the NoSchedule taint the rest of their pool has;
+// pods that use no GPU on GPU nodes, counted per namespace.
+std::vector<Finding> check_gpu_node_untainted(const Snapshot& snapshot);
+// gpu-taint-untolerated (warning): a GPU pool taint that no GPU pod or Job template tolerates.
+std::vector<Finding> check_gpu_taint_untolerated(const Snapshot& snapshot);
+// quota-not-enforced (warning): nvidia.com/* quota keys Kubernetes never enforces (gpuctl quota's findings).
+std::vector<Finding> check_quota_not_enforced(const Snapshot& snapshot);
+// quota-exhausted (warning): namespaces at a GPU quota's limit with workloads held back.
+std::vector<Finding> check_quota_exhausted(const Snapshot& snapshot);
+// kubelet-version-skew (error; warning for mixed pools): GPU nodes' kubelets newer than the API
+// server or more than 3 minor versions behind; pools running several kubelet versions.
+std::vector<Finding> check_kubelet_version_skew(const Snapshot& snapshot);
+// monitoring-missing (info): no metrics.k8s.io API, no DCGM exporter DaemonSet.
+std::vector<Finding> check_monitoring_missing(const Snapshot& snapshot);
 
 enum class CheckStatus { pass, fail, skipped };
 std::string_view to_string(CheckStatus status);
@@ -106,11 +186,30 @@ struct CheckRun {
   std::string id;
   CheckStatus status = CheckStatus::pass;
   std::string skipped_because;  // the unavailable list and why
+  std::chrono::microseconds duration{0};
+};
+
+// A GPU node's verdict: the first layer (in Layer order) with a finding of severity error or worse
+// on that node, the check that found it and its summary; every layer passed when `layer` is empty.
+struct NodeVerdict {
+  std::string node;
+  std::optional<Layer> layer;
+  std::string check;
+  std::string summary;
+};
+
+// A finding an admin chose not to see (--suppress), with the rule's reason and end date.
+struct SuppressedFinding {
+  Finding finding;
+  std::string reason;
+  std::string until;  // YYYY-MM-DD, "" when the rule has no end
 };
 
 struct Report {
   std::vector<CheckRun> checks;
-  std::vector<Finding> findings;  // ordered by severity (critical first), then node, then check
+  std::vector<Finding> findings;      // ordered by severity (critical first), then node, then check
+  std::vector<NodeVerdict> verdicts;  // one per GPU node of the snapshot, by name
+  std::vector<SuppressedFinding> suppressed;
 };
 
 // Which checks run: every one unless `only` names some; never those in `skip`. Unknown ids are
@@ -121,14 +220,18 @@ struct Selection {
 };
 Result<std::vector<const Check*>> select_checks(const Selection& selection);
 
-// Pure: runs the selected checks over the snapshot.
+// Pure but for the clock it reads for durations: runs the selected checks over the snapshot and
+// judges every GPU node (node_verdicts).
 Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& selected);
+// The per-node verdicts from the findings (see NodeVerdict): GPU nodes of the snapshot, by name.
+std::vector<NodeVerdict> node_verdicts(const Snapshot& snapshot, const std::vector<Finding>& findings);
 
 // The stable schema (`-o json|yaml`): {"apiVersion": "gpuctl.io/v1alpha1", "kind":
-// "DiagnoseReport", "checks": [{id, title, layer, severity, status, skippedBecause}], "findings":
-// [{check, severity, object{kind, namespace, name}, node, summary, evidence[{source, text, time}],
-// remedy[]}], "summary": {critical, error, warning, info, checksPassed, checksFailed,
-// checksSkipped}}.
+// "DiagnoseReport", "checks": [{id, title, layer, severity, status, durationSeconds,
+// skippedBecause}], "findings": [{check, severity, object{kind, namespace, name}, node, summary,
+// evidence[{source, text, time}], remedy[]}], "nodes": [{node, firstFailingLayer (null when all
+// pass), check, summary}], "suppressed": [{finding, reason, until}], "summary": {critical, error,
+// warning, info, suppressed, checksPassed, checksFailed, checksSkipped, nodesFailing}}.
 nlohmann::json to_json(const Report& report);
 // `--list-checks -o json|yaml`: {"kind": "DiagnoseCheckList", "items": [{id, title, layer,
 // severity, needs[]}]}.
@@ -140,6 +243,7 @@ struct GatherOptions {
   std::set<Source> sources;
   std::string label_selector;
   std::string namespace_name;
+  Settings settings;  // copied into the snapshot; `since` also bounds the events and logs read
 };
 std::set<Source> needed_sources(const std::vector<const Check*>& selected);
 

@@ -1,0 +1,176 @@
+// Helpers the diagnose checks share (check_support.hpp).
+#include "check_support.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/common/gpu_vocabulary.hpp"
+
+namespace gpuctl::ops::diagnose::support {
+
+using json = nlohmann::json;
+using kube::field;
+using kube::string_field;
+
+Finding node_finding(std::string_view check, Severity severity, const std::string& node, std::string summary) {
+  Finding f;
+  f.check = std::string(check);
+  f.severity = severity;
+  f.object = {"Node", "", node};
+  f.node = node;
+  f.summary = std::move(summary);
+  return f;
+}
+
+Finding object_finding(std::string_view check, Severity severity, std::string kind, const json& object,
+                       std::string summary) {
+  Finding f;
+  f.check = std::string(check);
+  f.severity = severity;
+  f.object = {std::move(kind), kube::namespace_of(object), kube::name_of(object)};
+  f.node = string_field(field(object, "spec"), "nodeName");
+  f.summary = std::move(summary);
+  return f;
+}
+
+std::string first_few(const std::vector<std::string>& names, std::size_t shown) {
+  std::vector<std::string> head(names.begin(),
+                                names.begin() + static_cast<std::ptrdiff_t>(std::min(shown, names.size())));
+  std::string text = fmt::format("{}", fmt::join(head, ", "));
+  if (names.size() > shown) text += fmt::format(" and {} more", names.size() - shown);
+  return text;
+}
+
+std::int64_t gpu_request(const json& pod) {
+  std::int64_t total = 0;
+  for (const auto& [resource, q] : kube::pod_requests(pod)) {
+    if (is_nvidia_resource(resource) && q.value() > 0) total += q.value();
+  }
+  return total;
+}
+
+bool is_gpu_pod(const json& pod) { return gpu_request(pod) > 0; }
+
+std::string pod_ref(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
+
+std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string& node) {
+  std::vector<std::string> out;
+  for (const auto& pod : snapshot.list(Source::pods)) {
+    if (string_field(field(pod, "spec"), "nodeName") != node || kube::pod_is_terminal(pod)) continue;
+    if (is_gpu_pod(pod)) out.push_back(pod_ref(pod));
+  }
+  return out;
+}
+
+std::string owning_job(const json& pod) {
+  for (const auto& owner : kube::array_field(field(pod, "metadata"), "ownerReferences")) {
+    if (string_field(owner, "kind") == "Job") return string_field(owner, "name");
+  }
+  return "";
+}
+
+const json* find_node(const Snapshot& snapshot, std::string_view name) {
+  for (const auto& node : snapshot.list(Source::nodes)) {
+    if (kube::name_of(node) == name) return &node;
+  }
+  return nullptr;
+}
+
+std::string event_time(const json& event) {
+  std::string t = string_field(field(event, "series"), "lastObservedTime");
+  for (const char* key : {"lastTimestamp", "eventTime", "firstTimestamp"}) {
+    if (t.empty()) t = string_field(event, key);
+  }
+  if (t.empty()) t = string_field(field(event, "metadata"), "creationTimestamp");
+  return t;
+}
+
+std::int64_t event_count(const json& event) {
+  if (auto n = kube::integer_field(field(event, "series"), "count"); n && *n > 0) return *n;
+  if (auto n = kube::integer_field(event, "count"); n && *n > 0) return *n;
+  return 1;
+}
+
+std::vector<const json*> events_about(const Snapshot& snapshot, std::string_view kind, std::string_view namespace_name,
+                                      std::string_view name) {
+  std::vector<const json*> out;
+  for (const auto& event : snapshot.list(Source::events)) {
+    const json& involved = field(event, "involvedObject");
+    if (string_field(involved, "kind") == kind && string_field(involved, "name") == name &&
+        string_field(involved, "namespace") == namespace_name) {
+      out.push_back(&event);
+    }
+  }
+  return out;
+}
+
+std::string event_host(const json& event) {
+  std::string host = string_field(field(event, "source"), "host");
+  return host.empty() ? string_field(event, "reportingInstance") : host;
+}
+
+std::pair<std::string, std::string> split_timestamp(std::string_view line) {
+  auto space = line.find(' ');
+  if (space != std::string_view::npos && space >= 20 && line[4] == '-' && line[10] == 'T') {
+    return {std::string(line.substr(0, space)), std::string(line.substr(space + 1))};
+  }
+  return {"", std::string(line)};
+}
+
+void for_each_line(std::string_view text, const std::function<void(std::string_view)>& each) {
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = text.find('\n', start);
+    each(text.substr(start, (end == std::string_view::npos ? text.size() : end) - start));
+    start = end == std::string_view::npos ? text.size() : end + 1;
+  }
+}
+
+Evidence event_evidence(const json& event) {
+  std::string component = string_field(field(event, "source"), "component");
+  if (component.empty()) component = string_field(event, "reportingComponent");
+  std::string source = fmt::format("event {}", string_field(event, "reason"));
+  if (!component.empty()) source += " from " + component;
+  if (std::string host = event_host(event); !host.empty()) source += " on " + host;
+  if (std::int64_t n = event_count(event); n > 1) source += fmt::format(" (x{})", n);
+  return {source, string_field(event, "message"), event_time(event)};
+}
+
+}  // namespace gpuctl::ops::diagnose::support
+
+#include "gpuctl/ops/drain/drain.hpp"
+
+namespace gpuctl::ops::diagnose::support {
+
+bool is_device_plugin(const nlohmann::json& ds, const nlohmann::json* selector) {
+  const json& labels = field(field(ds, "metadata"), "labels");
+  if (selector != nullptr) return labels.is_object() && selector_matches(*selector, labels);
+  std::string name = kube::name_of(ds);
+  if (name.find("mps-control-daemon") != std::string::npos) return false;
+  return name.find("nvidia-device-plugin") != std::string::npos ||
+         kube::label_of(ds, "app.kubernetes.io/name") == "nvidia-device-plugin" ||
+         kube::label_of(ds, "app") == "nvidia-device-plugin-daemonset" ||
+         kube::label_of(ds, "name") == "nvidia-device-plugin-ds";
+}
+
+std::string selector_string(const nlohmann::json& ds) {
+  const json& match = kube::field_at(ds, {"spec", "selector", "matchLabels"});
+  std::vector<std::string> parts;
+  if (match.is_object()) {
+    for (const auto& [k, v] : match.items()) {
+      if (v.is_string()) parts.push_back(k + "=" + v.get<std::string>());
+    }
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+bool owned_by(const nlohmann::json& pod, std::string_view kind, std::string_view name) {
+  for (const auto& owner : kube::array_field(field(pod, "metadata"), "ownerReferences")) {
+    if (string_field(owner, "kind") == kind && string_field(owner, "name") == name) return true;
+  }
+  return false;
+}
+
+}  // namespace gpuctl::ops::diagnose::support

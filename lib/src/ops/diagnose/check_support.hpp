@@ -1,0 +1,79 @@
+#pragma once
+// What the checks share (private to lib/src/ops/diagnose): how a finding about a node or a pod is
+// built, which pods are GPU pods, and how events are read and quoted as evidence.
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/diagnose/diagnose.hpp"
+
+namespace gpuctl::ops::diagnose::support {
+
+// The JSON readers every check uses (`using namespace support;` brings them in).
+using json = nlohmann::json;
+using kube::field;
+using kube::field_at;
+using kube::string_field;
+
+Finding node_finding(std::string_view check, Severity severity, const std::string& node, std::string summary);
+// A finding about a namespaced object (Pod, Job, PersistentVolumeClaim, ...).
+Finding object_finding(std::string_view check, Severity severity, std::string kind, const nlohmann::json& object,
+                       std::string summary);
+
+// "a, b, c and 4 more".
+std::string first_few(const std::vector<std::string>& names, std::size_t shown = 3);
+
+// The pod's nvidia.com/* requests added up (its effective request: max(init, sum of app containers)).
+std::int64_t gpu_request(const nlohmann::json& pod);
+bool is_gpu_pod(const nlohmann::json& pod);
+// "ns/name".
+std::string pod_ref(const nlohmann::json& pod);
+// "ns/name" of the non-terminal GPU pods bound to `node`.
+std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string& node);
+// The pod's Job, from its ownerReferences; "" when a Job does not own it.
+std::string owning_job(const nlohmann::json& pod);
+
+// The nodes of the snapshot by name.
+const nlohmann::json* find_node(const Snapshot& snapshot, std::string_view name);
+
+// The event's last time: series.lastObservedTime, lastTimestamp, eventTime, then
+// firstTimestamp, then metadata.creationTimestamp (the kubelet and the scheduler write different ones).
+std::string event_time(const nlohmann::json& event);
+// Its count: series.count, else count, else 1.
+std::int64_t event_count(const nlohmann::json& event);
+// The events of the snapshot (already cut to --since by gather) whose involvedObject is this object.
+std::vector<const nlohmann::json*> events_about(const Snapshot& snapshot, std::string_view kind,
+                                                std::string_view namespace_name, std::string_view name);
+// "event FailedMount from kubelet on gpu-7 (x12)" + the message verbatim + the time.
+Evidence event_evidence(const nlohmann::json& event);
+// The node an event was reported from: source.host, else reportingInstance.
+std::string event_host(const nlohmann::json& event);
+
+// A log line read with timestamps=true: {the RFC 3339 time the kubelet added, the line as the
+// container wrote it}; {"", line} when it carries no time.
+std::pair<std::string, std::string> split_timestamp(std::string_view line);
+// Calls `each` with every line of `text` (without its newline).
+void for_each_line(std::string_view text, const std::function<void(std::string_view)>& each);
+
+}  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+// Is this DaemonSet the GPU device plugin? With `selector` (a parsed label selector, --device-
+// plugin-selector) only its labels decide; else the names and labels NVIDIA's static manifest
+// (nvidia-device-plugin-daemonset, name=nvidia-device-plugin-ds), Helm chart
+// (app.kubernetes.io/name=nvidia-device-plugin) and GPU Operator (app=nvidia-device-plugin-daemonset)
+// use, leaving out the chart's MPS control daemon.
+bool is_device_plugin(const nlohmann::json& daemon_set, const nlohmann::json* selector);
+// The DaemonSet's spec.selector.matchLabels as a label selector string ("k=v,k2=v2"); "" when none.
+std::string selector_string(const nlohmann::json& daemon_set);
+// Is the pod owned by this controller (ownerReferences kind and name)?
+bool owned_by(const nlohmann::json& pod, std::string_view kind, std::string_view name);
+
+}  // namespace gpuctl::ops::diagnose::support

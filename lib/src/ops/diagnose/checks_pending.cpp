@@ -1,0 +1,257 @@
+// gpu-pods-pending: GPU pods the scheduler cannot place, each with its cause in numbers, the way
+// an admin would work it out: larger than any node ever holds, no node it may use (selector,
+// taint, cordon), no free GPUs now, or a claim that is not bound; and GPU Jobs whose pods the
+// ResourceQuota admission plugin refuses to create.
+#include <algorithm>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "check_support.hpp"
+#include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/scheduling.hpp"
+#include "gpuctl/ops/admission/admission_denial.hpp"
+#include "gpuctl/ops/common/gpu_vocabulary.hpp"
+#include "gpuctl/util/time.hpp"
+
+namespace gpuctl::ops::diagnose {
+namespace {
+
+using namespace support;
+
+// A pending pod younger than this without the scheduler's verdict may just not be scheduled yet.
+constexpr std::chrono::minutes kUnjudgedGrace{5};
+
+struct Cause {
+  Severity severity = Severity::error;
+  std::string text;
+  std::vector<std::string> remedy;
+};
+
+std::int64_t allocatable_of(const json& node, const std::string& resource) {
+  auto list = kube::parse_resource_list(kube::field_at(node, {"status", "allocatable"}));
+  auto it = list.find(resource);
+  return it == list.end() ? 0 : it->second.value();
+}
+
+// GPUs of `resource` requested by the non-terminal pods bound to each node.
+std::map<std::string, std::int64_t> used_by_node(const Snapshot& snapshot, const std::string& resource) {
+  std::map<std::string, std::int64_t> used;
+  for (const auto& pod : snapshot.list(Source::pods)) {
+    std::string node = string_field(field(pod, "spec"), "nodeName");
+    if (node.empty() || kube::pod_is_terminal(pod)) continue;
+    auto requests = kube::pod_requests(pod);
+    if (auto it = requests.find(resource); it != requests.end()) used[node] += it->second.value();
+  }
+  return used;
+}
+
+bool waits_for_scheduler(const Snapshot& snapshot, const json& pod) {
+  if (string_field(field(pod, "status"), "phase") != "Pending") return false;
+  if (!string_field(field(pod, "spec"), "nodeName").empty()) return false;
+  for (const auto& c : kube::array_field(field(pod, "status"), "conditions")) {
+    if (string_field(c, "type") == "PodScheduled" && string_field(c, "status") == "False") return true;
+  }
+  auto created = util::parse_rfc3339(string_field(field(pod, "metadata"), "creationTimestamp"));
+  return created && snapshot.now - *created > kUnjudgedGrace;
+}
+
+// A toleration that names the taint's key but differs in value or effect: the usual typo.
+std::string near_miss(const json& spec, const kube::Taint& taint) {
+  for (const auto& t : kube::tolerations_of(spec)) {
+    if (string_field(t, "key") != taint.key || kube::tolerates(t, taint)) continue;
+    return fmt::format("; its toleration for {} has value \"{}\" effect \"{}\" (operator {}): that is the mistake",
+                       taint.key, string_field(t, "value"), string_field(t, "effect"),
+                       string_field(t, "operator").empty() ? "Equal" : string_field(t, "operator"));
+  }
+  return "";
+}
+
+// The label values the nodes that could hold the pod have, for the keys its nodeSelector names.
+std::string closest_labels(const json& spec, const std::vector<const json*>& candidates) {
+  std::vector<std::string> parts;
+  const json& selector = field(spec, "nodeSelector");
+  if (!selector.is_object()) return "";
+  for (const auto& [key, wanted] : selector.items()) {
+    bool someone_has_it = std::any_of(candidates.begin(), candidates.end(), [&](const json* node) {
+      return wanted.is_string() && kube::label_of(*node, key) == wanted.get<std::string>();
+    });
+    if (someone_has_it) continue;  // not the label that excludes them
+    std::vector<std::string> values;
+    for (const json* node : candidates) {
+      std::string v = kube::label_of(*node, key).value_or("(none)");
+      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+    }
+    parts.push_back(fmt::format("{}={}", key, first_few(values, 4)));
+  }
+  return parts.empty() ? "" : fmt::format("; those nodes have {}", fmt::join(parts, ", "));
+}
+
+std::optional<Cause> no_node_may_take(const json& spec, const std::string& resource, std::int64_t n,
+                                      const std::vector<const json*>& candidates) {
+  std::size_t placement = 0, cordoned = 0;
+  std::map<std::string, std::pair<std::size_t, kube::Taint>> taints;
+  for (const json* node : candidates) {
+    auto why = kube::placement_exclusion(spec, *node);
+    if (!why) return std::nullopt;
+    if (why->kind == kube::NodeExclusion::Kind::placement) ++placement;
+    if (why->kind == kube::NodeExclusion::Kind::cordoned) ++cordoned;
+    if (why->kind == kube::NodeExclusion::Kind::taint) {
+      auto& slot = taints[kube::to_string(*why->taint)];
+      ++slot.first;
+      slot.second = *why->taint;
+    }
+  }
+  std::vector<std::string> parts;
+  std::string extra;
+  if (placement > 0) {
+    parts.push_back(fmt::format("{} do not match its placement ({})", placement, kube::describe_placement(spec)));
+    extra += closest_labels(spec, candidates);
+  }
+  for (const auto& [name, slot] : taints) {
+    parts.push_back(fmt::format("{} have taint {}, which it does not tolerate", slot.first, name));
+    extra += near_miss(spec, slot.second);
+  }
+  if (cordoned > 0) parts.push_back(fmt::format("{} are cordoned", cordoned));
+  return Cause{Severity::error,
+               fmt::format("of the {} node(s) with {} {} allocatable, {}{}", candidates.size(), n, resource,
+                           fmt::join(parts, ", "), extra),
+               {}};
+}
+
+std::optional<Cause> claim_not_bound(const Snapshot& snapshot, const json& pod) {
+  for (const auto& volume : kube::array_field(field(pod, "spec"), "volumes")) {
+    std::string claim = string_field(field(volume, "persistentVolumeClaim"), "claimName");
+    if (claim.empty()) continue;
+    const json* found = nullptr;
+    for (const auto& pvc : snapshot.list(Source::pvcs)) {
+      if (kube::name_of(pvc) == claim && kube::namespace_of(pvc) == kube::namespace_of(pod)) found = &pvc;
+    }
+    std::string phase = found ? string_field(field(*found, "status"), "phase") : "missing";
+    if (phase == "Bound") continue;
+    return Cause{Severity::error,
+                 fmt::format("it waits for claim {} ({})", claim, phase),
+                 {fmt::format("kubectl describe pvc -n {} {}", kube::namespace_of(pod), claim)}};
+  }
+  return std::nullopt;
+}
+
+// Why `pod` (asking for `n` of `resource` per pod) cannot be placed.
+Cause pending_cause(const Snapshot& snapshot, const json& pod, const std::string& resource, std::int64_t n) {
+  const json& spec = field(pod, "spec");
+  const json* largest = nullptr;
+  std::vector<const json*> candidates;
+  for (const auto& node : snapshot.list(Source::nodes)) {
+    std::int64_t alloc = allocatable_of(node, resource);
+    if (largest == nullptr || alloc > allocatable_of(*largest, resource)) largest = &node;
+    if (alloc >= n) candidates.push_back(&node);
+  }
+  if (candidates.empty()) {
+    std::string biggest = largest == nullptr || allocatable_of(*largest, resource) == 0
+                              ? fmt::format("no node offers {}", resource)
+                              : fmt::format("the largest node offers {} ({})", allocatable_of(*largest, resource),
+                                            kube::name_of(*largest));
+    return {Severity::error,
+            fmt::format("it asks for {} {} per pod and {}: it can never run", n, resource, biggest),
+            {"gpuctl nodes"}};
+  }
+  if (auto cause = no_node_may_take(spec, resource, n, candidates)) return *cause;
+  auto used = used_by_node(snapshot, resource);
+  std::int64_t total_free = 0, best = 0;
+  std::string best_node;
+  std::size_t eligible = 0;
+  for (const json* node : candidates) {
+    if (kube::placement_exclusion(spec, *node)) continue;
+    ++eligible;
+    std::int64_t free = allocatable_of(*node, resource) - used[kube::name_of(*node)];
+    total_free += std::max<std::int64_t>(free, 0);
+    if (free > best) best = free, best_node = kube::name_of(*node);
+  }
+  if (best < n) {
+    return {Severity::warning,
+            fmt::format("no {} free now: the {} node(s) it may use have {} free in total, at most {} on one node{}",
+                        resource, eligible, total_free, best, best_node.empty() ? "" : " (" + best_node + ")"),
+            {"gpuctl nodes", "gpuctl jobs -A"}};
+  }
+  if (auto cause = claim_not_bound(snapshot, pod)) return *cause;
+  return {Severity::warning,
+          fmt::format("{} {} are free on {}; the scheduler's reason is in the evidence", best, resource, best_node),
+          {}};
+}
+
+Finding pending_finding(const Snapshot& snapshot, const json& pod) {
+  std::string resource;
+  std::int64_t n = 0;
+  for (const auto& [name, q] : kube::pod_requests(pod)) {
+    if (is_nvidia_resource(name) && q.value() > n) resource = name, n = q.value();
+  }
+  Cause cause = pending_cause(snapshot, pod, resource, n);
+  std::string age;
+  if (auto created = util::parse_rfc3339(string_field(field(pod, "metadata"), "creationTimestamp"))) {
+    age = " for " + util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(snapshot.now - *created));
+  }
+  Finding f = object_finding("gpu-pods-pending", cause.severity, "Pod", pod,
+                             fmt::format("{} pending{}: {}", pod_ref(pod), age, cause.text));
+  for (const auto& c : kube::array_field(field(pod, "status"), "conditions")) {
+    if (string_field(c, "type") == "PodScheduled" && !string_field(c, "message").empty()) {
+      f.evidence.push_back({fmt::format("pod {} condition PodScheduled", pod_ref(pod)),
+                            fmt::format("{}: {}", string_field(c, "reason"), string_field(c, "message")),
+                            string_field(c, "lastTransitionTime")});
+    }
+  }
+  auto events = events_about(snapshot, "Pod", kube::namespace_of(pod), kube::name_of(pod));
+  for (auto it = events.rbegin(); it != events.rend(); ++it) {
+    if (string_field(**it, "reason") == "FailedScheduling") {
+      f.evidence.push_back(event_evidence(**it));
+      break;
+    }
+  }
+  f.remedy = {fmt::format("kubectl describe pod -n {} {}", kube::namespace_of(pod), kube::name_of(pod))};
+  f.remedy.insert(f.remedy.end(), cause.remedy.begin(), cause.remedy.end());
+  return f;
+}
+
+bool names_gpu(const AdmissionDenial& denial) {
+  for (const auto& item : denial.items) {
+    if (item.resource.find("nvidia.com/") != std::string::npos) return true;
+  }
+  for (const auto& r : denial.resources) {
+    if (r.find("nvidia.com/") != std::string::npos) return true;
+  }
+  return denial.detail.find("nvidia.com/") != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<Finding> check_gpu_pods_pending(const Snapshot& snapshot) {
+  std::vector<Finding> out;
+  for (const auto& pod : snapshot.list(Source::pods)) {
+    if (is_gpu_pod(pod) && waits_for_scheduler(snapshot, pod)) out.push_back(pending_finding(snapshot, pod));
+  }
+  // Jobs whose pods are never created: the Job controller's FailedCreate events carry the refusal.
+  std::map<std::string, const json*> latest;
+  for (const auto& event : snapshot.list(Source::events)) {
+    const json& involved = field(event, "involvedObject");
+    if (string_field(involved, "kind") != "Job" || string_field(event, "reason") != "FailedCreate") continue;
+    auto denial = parse_admission_denial(string_field(event, "message"));
+    if (!denial || !names_gpu(*denial)) continue;
+    std::string key = string_field(involved, "namespace") + "/" + string_field(involved, "name");
+    if (!latest.count(key) || event_time(*latest[key]) <= event_time(event)) latest[key] = &event;
+  }
+  for (const auto& [key, event] : latest) {
+    const json& involved = field(*event, "involvedObject");
+    std::string ns = string_field(involved, "namespace");
+    auto denial = parse_admission_denial(string_field(*event, "message"));
+    Finding f;
+    f.check = "gpu-pods-pending";
+    f.severity = Severity::error;
+    f.object = {"Job", ns, string_field(involved, "name")};
+    f.summary = fmt::format("job {} cannot create its pods: {}", key, describe(*denial));
+    f.evidence.push_back(event_evidence(*event));
+    f.remedy = {fmt::format("gpuctl quota -n {}", ns), fmt::format("gpuctl jobs -n {}", ns)};
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace gpuctl::ops::diagnose
