@@ -1,25 +1,46 @@
 """`gpuctl diagnose` against the real control plane: each node check fires on the node made to
 fail its way (dx-down-0 has no kwok heartbeat: NotReady, then Unknown from the node lifecycle
-controller) and stays silent on a healthy one; RBAC refusals and refused credentials give the
-documented exit codes (issue 15)."""
+controller), every check stays silent on a healthy node and namespace (with NVIDIA's device
+plugin and a DCGM exporter running, diagnose_ground.py); RBAC refusals and refused credentials
+give the documented exit codes (issue 15). The workload checks: test_diagnose_workloads.py."""
+import json
+import time
+
+import diagnose_ground as ground
 import harness as h
 
-SELECTOR = "e2e.gpuctl.dev/fleet=diagnose-e2e"
+SELECTOR = ground.SELECTOR
 
 
 class DiagnoseTest(h.TestCase):
     @classmethod
     def setUpClass(cls):
-        h.apply_fleet_file("diagnose-e2e")
+        ground.ensure()
         cls.ns = h.unique_namespace("diagnose")
+        cls.healthy_ns = h.unique_namespace("dxok")
+        h.create(h.gpu_pod("train", cls.healthy_ns, node="dx-ok-0", gpus=2))
+        h.wait_pod_phase("train", cls.healthy_ns)
         # A GPU pod bound to the node that is down, as one placed before it went down: stranded there.
         pod = h.gpu_pod("stranded", cls.ns, gpus=2)
         pod["spec"]["nodeName"] = "dx-down-0"
         h.create([pod])
+        # Conditions as their writers set them; kwok's heartbeat rewrites node status only every
+        # 10-20 minutes, longer than this suite runs.
+        cls.set_condition("dx-net-0", "NetworkUnavailable", "NoRouteCreated", "RouteController failed to create a route")
+        cls.set_condition("dx-press-0", "MemoryPressure", "KubeletHasInsufficientMemory",
+                          "kubelet has insufficient memory available")
+
+    @staticmethod
+    def set_condition(node, type_, reason, message):
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        patch = {"status": {"conditions": [{"type": type_, "status": "True", "reason": reason, "message": message,
+                                            "lastHeartbeatTime": now, "lastTransitionTime": now}]}}
+        h.kubectl("patch", "node", node, "--subresource=status", "--type=strategic", "-p", json.dumps(patch))
 
     @classmethod
     def tearDownClass(cls):
         h.delete_namespace(cls.ns)
+        h.delete_namespace(cls.healthy_ns)
 
     def findings_by_node(self, doc):
         out = {}
@@ -55,6 +76,19 @@ class DiagnoseTest(h.TestCase):
         self.assertEqual(missing[0]["severity"], "critical")
         self.assertIn("nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB", missing[0]["summary"])
 
+        net = [f for f in found["dx-net-0"] if f["check"] == "node-network-unavailable"]
+        self.assertEqual(len(net), 1, found.get("dx-net-0"))
+        self.assertIn("dx-net-0 has no working pod network", net[0]["summary"])
+        self.assertIn("(NoRouteCreated)", net[0]["summary"])
+        pressure = [f for f in found["dx-press-0"] if f["check"] == "node-pressure"]
+        self.assertEqual(len(pressure), 1, found.get("dx-press-0"))
+        self.assertIn("dx-press-0 is under MemoryPressure", pressure[0]["summary"])
+        self.assertEqual(pressure[0]["evidence"][0]["text"],
+                         "MemoryPressure=True reason=KubeletHasInsufficientMemory: kubelet has insufficient memory available")
+        layers = {v["node"]: v["firstFailingLayer"] for v in doc["nodes"]}
+        self.assertEqual(layers["dx-net-0"], "network")
+        self.assertEqual(layers["dx-down-0"], "node")
+        self.assertEqual(layers["dx-sick-0"], "GPUs healthy")
         self.assertEqual(doc["summary"]["checksSkipped"], 0)
         self.assertGreaterEqual(doc["summary"]["critical"], 2)
 
@@ -67,20 +101,30 @@ class DiagnoseTest(h.TestCase):
         self.assertIn("What to run:", out)
 
     def test_a_healthy_node_passes_every_check(self):
-        rc, out, err = h.gpuctl("diagnose", "-l", "kubernetes.io/hostname=dx-ok-0")
+        # The test ground has no metrics-server, so monitoring-missing (info) says so; every other
+        # check has nothing to say about a Ready node with its plugin running and a running GPU pod.
+        args = ("diagnose", "-l", "kubernetes.io/hostname=dx-ok-0", "-n", self.healthy_ns)
+        rc, out, err = h.gpuctl(*args, "--skip", "monitoring-missing", "--fail-on", "info")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(out, "")
-        self.assertIn("No problems found by 5 check(s).", err)
+        self.assertIn("No problems found by 20 check(s).", err)
+        r = h.gpuctl(*args, "-o", "json")
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual([f["summary"] for f in r.json["findings"]],
+                         ["no metrics API (metrics.k8s.io): kubectl top and autoscaling fail"])
+        self.assertEqual(r.json["nodes"], [{"node": "dx-ok-0", "firstFailingLayer": None, "check": "", "summary": ""}])
 
     def test_lists_it_may_not_read_skip_checks_and_refused_credentials_stop_it(self):
         # nobody may list nothing: every check is skipped, exit 5, each named.
         rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR, context="nobody")
         self.assertEqual(rc, 5, err)
         self.assertIn("Warning: check node-not-ready skipped: could not list nodes: forbidden", err)
-        # viewer may read nodes and pods: everything runs.
+        # viewer may read what a namespace viewer reads (nodes, pods and their logs, events, jobs,
+        # quotas, DaemonSets), not claims and volumes: only pvc-unbound is skipped, and the findings win.
         r = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "json", context="viewer")
-        self.assertIn(r.rc, (0, 4), r.stderr)
-        self.assertEqual(r.json["summary"]["checksSkipped"], 0)
+        self.assertEqual(r.rc, 4, r.stderr)
+        self.assertEqual([c["id"] for c in r.json["checks"] if c["status"] == "skipped"], ["pvc-unbound"])
+        self.assertIn("Warning: check pvc-unbound skipped: could not list persistentvolumeclaims: forbidden", r.stderr)
         rc, out, err = h.gpuctl("diagnose", context="badtoken")
         self.assertEqual(rc, 1, err)
         self.assertEqual(out, "")
