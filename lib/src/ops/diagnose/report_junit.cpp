@@ -1,4 +1,5 @@
 // `gpuctl diagnose -o junit`: one testsuite per check, one testcase per object (report_formats.hpp).
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -63,12 +64,12 @@ struct ObjectCase {
 // The objects `check` found something on, in the report's order (worst first).
 std::vector<ObjectCase> cases_of(const Report& report, std::string_view check) {
   std::vector<ObjectCase> cases;
+  std::map<std::string, std::size_t> index;  // a check may fire on every node of a large cluster
   auto case_for = [&](const ObjectRef& object) -> ObjectCase& {
     std::string path = object_path(object);
-    for (auto& c : cases) {
-      if (c.object == path) return c;
-    }
-    return cases.emplace_back(ObjectCase{std::move(path), {}, {}});
+    auto [at, added] = index.try_emplace(path, cases.size());
+    if (added) cases.push_back(ObjectCase{std::move(path), {}, {}});
+    return cases[at->second];
   };
   for (const auto& f : report.findings) {
     if (f.check == check) case_for(f.object).active.push_back(&f);
