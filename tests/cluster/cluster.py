@@ -997,7 +997,7 @@ class Cluster:
             def established(name=crd["metadata"]["name"]):
                 _, got = self.api("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/" + name)
                 return any(c["type"] == "Established" and c["status"] == "True"
-                           for c in (got.get("status") or {}).get("conditions", []))
+                           for c in (got.get("status") or {}).get("conditions") or [])
             self.wait("CRD %s established" % crd["metadata"]["name"], established, 60)
 
     def start_kubelet_relay(self):
@@ -1474,7 +1474,7 @@ class Cluster:
                 n = node["metadata"]["name"]
                 if n not in names:
                     continue
-                conds = {c["type"]: c["status"] for c in node.get("status", {}).get("conditions", [])}
+                conds = {c["type"]: c["status"] for c in (node.get("status") or {}).get("conditions") or []}
                 taints = {t["key"] for t in node.get("spec", {}).get("taints", []) or []}
                 ip = [a["address"] for a in node["status"].get("addresses", []) if a["type"] == "InternalIP"]
                 want_ip = self.state["nodes"][n]["internal_ip"]
