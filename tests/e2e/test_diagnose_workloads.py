@@ -4,6 +4,7 @@ Pending, the Job controller hits a real quota, kwok's stages give containers OOM
 CrashLoopBackOff statuses, kwok serves the failed pods' and the device plugin's logs through
 pods/log, and the kubelet's events are written as the kubelet writes them, with the fixtures' real
 messages. Each check fires on its scenario; test_diagnose.py shows them silent on a healthy node."""
+import json
 import time
 
 import diagnose_ground as ground
@@ -165,6 +166,45 @@ class DiagnoseWorkloadsTest(h.TestCase):
         doc = self.diagnose("--check", "restart-storm", "--restart-threshold", "8")
         self.assertEqual(summaries(doc, "restart-storm"), [])
 
+    def test_device_plugin_versions_and_a_stuck_rollout(self):
+        # Two more plugin DaemonSets (Helm releases "pinned" and "rolling") on dx-old-0 and dx-h100-2.
+        ns, nodes = self.ns, ["dx-old-0", "dx-h100-2"]
+        affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": nodes}]}]}}}
+        pinned = h.device_plugin_daemonset(ns, release="pinned")
+        pinned["spec"]["updateStrategy"] = {"type": "OnDelete"}
+        rolling = h.device_plugin_daemonset(ns, release="rolling")
+        # A careful rollout: a new pod counts as available after 10 s Ready (without it a pod that
+        # crashes a second after starting counts as available, and the rollout runs through).
+        rolling["spec"]["minReadySeconds"] = 10
+        for ds in (pinned, rolling):
+            ds["spec"]["template"]["spec"]["affinity"] = affinity
+        h.create([pinned, rolling])
+        for ds in ("pinned-nvidia-device-plugin", "rolling-nvidia-device-plugin"):
+            for node in nodes:
+                h.daemonset_pod(ns, ds, node)
+        h.wait_for(lambda: h.kubectl("get", "daemonset", "-n", ns, "rolling-nvidia-device-plugin", "-o", "json")[
+            "status"].get("numberAvailable") == 2, 90, "the rolling plugin's pods to be available")
+        # OnDelete: a new image reaches only the pod that is deleted, so two versions run.
+        new = "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+        h.kubectl("set", "image", "-n", ns, "daemonset/pinned-nvidia-device-plugin", "nvidia-device-plugin-ctr=" + new)
+        old_pod = h.daemonset_pod(ns, "pinned-nvidia-device-plugin", "dx-h100-2")["metadata"]["name"]
+        h.kubectl("delete", "pod", "-n", ns, old_pod, "--wait=false")
+        h.wait_for(lambda: (lambda p: p["metadata"]["name"] != old_pod and p["spec"]["containers"][0]["image"] == new)(
+            h.daemonset_pod(ns, "pinned-nvidia-device-plugin", "dx-h100-2")), 90, "the pinned plugin's new pod")
+        # RollingUpdate to a version that crash-loops: the controller replaces one pod and waits forever.
+        patch = {"spec": {"template": {"metadata": {"labels": {h.OUTCOME_LABEL: "crashloop"}},
+                                       "spec": {"containers": [{"name": "nvidia-device-plugin-ctr", "image": new}]}}}}
+        h.kubectl("patch", "daemonset", "-n", ns, "rolling-nvidia-device-plugin", "--type=strategic", "-p",
+                  json.dumps(patch))
+        doc = self.until("device-plugin-unhealthy", "is stuck: 1 of 2 pods updated", timeout=120)
+        text = "\n".join(summaries(doc, "device-plugin-unhealthy"))
+        self.assertIn("the device plugin %s/pinned-nvidia-device-plugin runs 2 versions: "
+                      "nvcr.io/nvidia/k8s-device-plugin:v0.17.0 on 1 node(s) (dx-old-0); %s on 1 node(s) (dx-h100-2)"
+                      % (ns, new), text)
+        self.assertIn("device plugin rollout of %s/rolling-nvidia-device-plugin is stuck: 1 of 2 pods updated, "
+                      "1 unavailable" % ns, text)
+
     def test_failed_gpu_jobs_say_why_and_finished_ones_are_counted(self):
         doc = self.until("gpu-job-failed", "/nccl failed")
         doc = self.until("gpu-job-failed", "/cuda failed")
@@ -199,8 +239,8 @@ class DiagnoseWorkloadsTest(h.TestCase):
         self.assertIn("no GPU workload tolerates dx.gpuctl.dev/reserved=h100:NoSchedule, the taint of 2 GPU node(s)", text)
         self.assertIn("dx-old-0's kubelet v1.32.0 is 4 minor versions behind the API server v1.36", text)
         self.assertIn("the NVIDIA-A100-SXM4-80GB pool runs 2 kubelet versions", text)
-        self.assertIn("dx-h100-0 has no device plugin pod (dx-system/nvdp-nvidia-device-plugin): the DaemonSet does "
-                      "not tolerate the node's taint dx.gpuctl.dev/reserved=h100:NoSchedule", text)
+        self.assertIn("dx-h100-0 has no device plugin pod: dx-system/nvdp-nvidia-device-plugin does not tolerate the "
+                      "node's taint dx.gpuctl.dev/reserved=h100:NoSchedule", text)
         self.assertIn("device plugin pod dx-system/%s on dx-noplugin-0 is CrashLoopBackOff" % self.plugin["crashing"], text)
         logs = [f for f in doc["findings"] if f["check"] == "device-plugin-log-errors"]
         self.assertTrue(logs, doc["findings"])

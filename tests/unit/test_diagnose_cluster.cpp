@@ -51,8 +51,8 @@ TEST_CASE("device-plugin-unhealthy: a pod on every GPU node, Ready, steady, one 
     CHECK(f[0].severity == Severity::critical);
     CHECK(f[0].node == "gpu-2");
     CHECK(contains(f[0].summary,
-                   "gpu-2 has no device plugin pod (gpu-operator/nvidia-device-plugin-daemonset): the "
-                   "DaemonSet's placement (nvidia.com/gpu.present=true) does not match the node"));
+                   "gpu-2 has no device plugin pod: gpu-operator/nvidia-device-plugin-daemonset's placement "
+                   "(nvidia.com/gpu.present=true) does not match the node"));
   }
   SECTION("a crash-looping pod, and two versions") {
     json sick = plugin_pod("gpu-2", "nvcr.io/nvidia/k8s-device-plugin:v0.14.0");
@@ -69,6 +69,21 @@ TEST_CASE("device-plugin-unhealthy: a pod on every GPU node, Ready, steady, one 
     CHECK(contains(f[0].summary, "is CrashLoopBackOff (restarted 6 times, last exit 1 (Error))"));
     CHECK(contains(f[1].summary, "runs 2 versions: nvcr.io/nvidia/k8s-device-plugin:v0.14.0 on 1 node(s) (gpu-2)"));
   }
+  SECTION("one plugin DaemonSet per pool: a node is missing its plugin only when none runs there") {
+    json a = plugin_daemon_set(), b = plugin_daemon_set();
+    b["metadata"]["name"] = "nvidia-device-plugin-h100";
+    json on_2 = owned(plugin_pod("gpu-2"), "DaemonSet", "nvidia-device-plugin-h100");
+    auto s = snapshot(
+        {{Source::nodes, {n1, n2}}, {Source::daemon_sets, {a, b}}, {Source::plugin_pods, {plugin_pod("gpu-1"), on_2}}});
+    CHECK(d::check_device_plugin_unhealthy(s).empty());
+    s.lists[Source::plugin_pods] = {plugin_pod("gpu-1")};
+    auto f = d::check_device_plugin_unhealthy(s);
+    REQUIRE(f.size() == 1);
+    CHECK(contains(f[0].summary,
+                   "gpu-2 has no device plugin pod: the DaemonSet controller has not created "
+                   "gpu-operator/nvidia-device-plugin-daemonset's pod; the DaemonSet controller has not "
+                   "created gpu-operator/nvidia-device-plugin-h100's pod"));
+  }
   SECTION("no plugin DaemonSet at all, unless --device-plugin-selector names it") {
     json renamed = plugin_daemon_set();
     renamed["metadata"]["name"] = "gpu-plugin";
@@ -80,7 +95,9 @@ TEST_CASE("device-plugin-unhealthy: a pod on every GPU node, Ready, steady, one 
     s.settings.device_plugin_selector = "team=infra";
     auto g = d::check_device_plugin_unhealthy(s);
     REQUIRE(g.size() == 1);  // now found; its pod is missing on gpu-1
-    CHECK(contains(g[0].summary, "gpu-1 has no device plugin pod (gpu-operator/gpu-plugin)"));
+    CHECK(contains(g[0].summary,
+                   "gpu-1 has no device plugin pod: the DaemonSet controller has not created "
+                   "gpu-operator/gpu-plugin's pod"));
   }
 }
 
@@ -181,8 +198,7 @@ TEST_CASE("gpu-job-failed names the GPU cause from termination messages and logs
   REQUIRE(old.size() == 1);
   CHECK(old[0].severity == Severity::info);
   INFO(old[0].summary);
-  CHECK(
-      contains(old[0].summary, "1 finished GPU Job(s) in ml are older than 24h and have no ttlSecondsAfterFinished"));
+  CHECK(contains(old[0].summary, "1 finished GPU Job(s) in ml are older than 24h and have no ttlSecondsAfterFinished"));
   CHECK(old[0].remedy[1] == "gpuctl jobs clean -n ml --older-than 24h");
   job["spec"]["ttlSecondsAfterFinished"] = 3600;
   CHECK(d::check_jobs_not_cleaned(snapshot({{Source::jobs, {job}}})).empty());

@@ -67,33 +67,42 @@ std::vector<std::string> images_of(const json& pod) {
   return out;
 }
 
-// GPU nodes the DaemonSet should run on but has no pod on, and why it has none.
-void missing_pods(const Snapshot& snapshot, const json& ds, const std::vector<const json*>& pods,
-                  std::vector<Finding>& out) {
+// Why `ds` has no pod on `node`, in words.
+std::string why_no_pod(const json& ds, const json& node) {
   const json& spec = field_at(ds, {"spec", "template", "spec"});
+  auto excluded = kube::placement_exclusion(spec, node);
+  if (excluded && excluded->kind == kube::NodeExclusion::Kind::taint) {
+    return fmt::format("{} does not tolerate the node's taint {}", ds_ref(ds), kube::to_string(*excluded->taint));
+  }
+  if (excluded && excluded->kind == kube::NodeExclusion::Kind::placement) {
+    return fmt::format("{}'s placement ({}) does not match the node", ds_ref(ds), kube::describe_placement(spec));
+  }
+  return fmt::format("the DaemonSet controller has not created {}'s pod", ds_ref(ds));
+}
+
+// GPU nodes on which no plugin DaemonSet runs a pod (clusters may run one per pool), and why
+// each DaemonSet has none there.
+void missing_pods(const Snapshot& snapshot, const std::vector<const json*>& daemon_sets, std::vector<Finding>& out) {
   for (const auto& node : snapshot.list(Source::nodes)) {
     if (!is_gpu_node(node)) continue;
     std::string name = kube::name_of(node);
+    const auto& pods = snapshot.list(Source::plugin_pods);
     bool has_pod = std::any_of(pods.begin(), pods.end(),
-                               [&](const json* p) { return string_field(field(*p, "spec"), "nodeName") == name; });
+                               [&](const json& p) { return string_field(field(p, "spec"), "nodeName") == name; });
     if (has_pod) continue;
-    auto excluded = kube::placement_exclusion(spec, node);
-    std::string why;
-    if (excluded && excluded->kind == kube::NodeExclusion::Kind::taint) {
-      why = fmt::format("the DaemonSet does not tolerate the node's taint {}", kube::to_string(*excluded->taint));
-    } else if (excluded && excluded->kind == kube::NodeExclusion::Kind::placement) {
-      why = fmt::format("the DaemonSet's placement ({}) does not match the node", kube::describe_placement(spec));
-    } else {
-      why = "the DaemonSet controller has not created one";
-    }
+    std::vector<std::string> why;
+    for (const json* ds : daemon_sets) why.push_back(why_no_pod(*ds, node));
     Finding f = node_finding("device-plugin-unhealthy", Severity::critical, name,
-                             fmt::format("{} has no device plugin pod ({}): {}", name, ds_ref(ds), why));
-    f.evidence.push_back({fmt::format("daemonset {} status", ds_ref(ds)),
-                          fmt::format("desiredNumberScheduled={} numberReady={}",
-                                      kube::integer_field(field(ds, "status"), "desiredNumberScheduled").value_or(0),
-                                      kube::integer_field(field(ds, "status"), "numberReady").value_or(0)),
-                          ""});
-    f.remedy = {fmt::format("kubectl get daemonset -n {} {} -o yaml", kube::namespace_of(ds), kube::name_of(ds)),
+                             fmt::format("{} has no device plugin pod: {}", name, fmt::join(why, "; ")));
+    for (const json* ds : daemon_sets) {
+      f.evidence.push_back({fmt::format("daemonset {} status", ds_ref(*ds)),
+                            fmt::format("desiredNumberScheduled={} numberReady={}",
+                                        kube::integer_field(field(*ds, "status"), "desiredNumberScheduled").value_or(0),
+                                        kube::integer_field(field(*ds, "status"), "numberReady").value_or(0)),
+                            ""});
+    }
+    const json& first = *daemon_sets.front();
+    f.remedy = {fmt::format("kubectl get daemonset -n {} {} -o yaml", kube::namespace_of(first), kube::name_of(first)),
                 fmt::format("kubectl describe node {}", name)};
     out.push_back(std::move(f));
   }
@@ -150,13 +159,13 @@ std::vector<Finding> check_device_plugin_unhealthy(const Snapshot& snapshot) {
     out.push_back(std::move(f));
     return out;
   }
+  missing_pods(snapshot, daemon_sets, out);
   for (const json* ds : daemon_sets) {
     std::vector<const json*> pods;
     for (const auto& pod : snapshot.list(Source::plugin_pods)) {
       if (kube::namespace_of(pod) == kube::namespace_of(*ds) && owned_by(pod, "DaemonSet", kube::name_of(*ds)))
         pods.push_back(&pod);
     }
-    missing_pods(snapshot, *ds, pods, out);
     for (const json* pod : pods) {
       std::string trouble = pod_trouble(*pod, snapshot.settings.restart_threshold);
       if (trouble.empty()) continue;

@@ -144,6 +144,7 @@ Result<std::vector<json>> read_plugin_pods(kube::Client& client, const Snapshot&
   std::set<std::string> nodes;
   for (const auto& n : snapshot.list(Source::nodes)) nodes.insert(kube::name_of(n));
   bool nodes_read = snapshot.lists.count(Source::nodes) > 0;
+  std::set<std::string> seen;
   std::optional<json> selector;
   if (!snapshot.settings.device_plugin_selector.empty()) {
     GPUCTL_TRY_ASSIGN(json parsed, kube::parse_label_selector(snapshot.settings.device_plugin_selector));
@@ -157,6 +158,8 @@ Result<std::vector<json>> read_plugin_pods(kube::Client& client, const Snapshot&
     options.fields = pod_fields();
     GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(kube::namespace_of(ds)), options));
     for (auto& p : pods.items) {
+      // Two DaemonSets' selectors may overlap; a pod is kept once.
+      if (!seen.insert(kube::namespace_of(p) + "/" + kube::name_of(p)).second) continue;
       std::string node = string_field(field(p, "spec"), "nodeName");
       if (!nodes_read || nodes.count(node)) out.push_back(std::move(p));
     }
