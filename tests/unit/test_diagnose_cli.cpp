@@ -131,3 +131,39 @@ TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cl
   CHECK(unknown.err.find("no check named node-pressur") != std::string::npos);
   CHECK(cli.run({"diagnose", "--fail-on", "fatal"}).exit_code == 2);
 }
+
+TEST_CASE("gpuctl diagnose costs one read of each list, whatever the number of checks (README's cost statement)",
+          "[diagnose][cli]") {
+  gpuctl::testing::CliHarness cli;
+  answer(cli, {gpu_node("gpu-0", 8, 8)});
+  auto all = cli.run({"diagnose"});
+  INFO(all.err);
+  REQUIRE(all.exit_code == 0);
+  // 10 lists, /version, /apis, the plugin DaemonSet's pods and its one container's log.
+  CHECK(cli.fake().requests().size() == 14);
+  CHECK(cli.fake().unexpected().empty());
+
+  // One check reads only what it needs: device-plugin-log-errors reads the nodes (for -l), the
+  // DaemonSets, the plugin's pods and its log.
+  gpuctl::testing::CliHarness one;
+  answer(one, {gpu_node("gpu-0", 8, 8)});
+  auto logs = one.run({"diagnose", "--check", "device-plugin-log-errors"});
+  INFO(logs.err);
+  REQUIRE(logs.exit_code == 0);
+  CHECK(one.fake().requests().size() == 4);
+}
+
+TEST_CASE("gpuctl diagnose refuses bad windows, thresholds and selectors before any request", "[diagnose][cli]") {
+  gpuctl::testing::CliHarness cli;
+  for (std::vector<std::string> args : {std::vector<std::string>{"diagnose", "--since", "0"},
+                                        {"diagnose", "--since", "an hour"},
+                                        {"diagnose", "--restart-threshold", "0"},
+                                        {"diagnose", "--jobs-older-than", "-1h"},
+                                        {"diagnose", "--device-plugin-selector", "app in (a"}}) {
+    auto r = cli.run(args);
+    INFO(args.back() << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+  }
+  CHECK(cli.fake().requests().empty());
+}
