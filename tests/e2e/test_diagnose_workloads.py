@@ -212,6 +212,13 @@ class DiagnoseWorkloadsTest(h.TestCase):
         self.assertIn("the node's driver is older than the container's CUDA runtime needs", found["cuda"]["summary"])
         self.assertIn("NCCL (multi-GPU communication) failed", found["nccl"]["summary"])
         self.assertIn(NCCL, [e["text"] for e in found["nccl"]["evidence"]])
+        # gpuctl jobs shows the termination message too (it used to drop it).
+        jobs = {j["name"]: j for j in h.gpuctl("jobs", "-n", self.ns, "-o", "json").json["items"]}
+        cuda = jobs["cuda"]
+        self.assertEqual(cuda["failure"]["terminationMessage"],
+                         "CUDA driver version is insufficient for CUDA runtime version")
+        self.assertTrue(cuda["reason"].endswith(": CUDA driver version is insufficient for CUDA runtime version"),
+                        cuda["reason"])
         # jobs-not-cleaned: `done` has no TTL; with the default 24h it is too young to count.
         self.assertEqual(summaries(self.diagnose("--check", "jobs-not-cleaned"), "jobs-not-cleaned"), [])
         time.sleep(2)

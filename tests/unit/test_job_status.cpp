@@ -240,6 +240,29 @@ TEST_CASE("ops::summarize_job for succeeded, failed and running jobs", "[job-sta
         s.reason ==
         "Job has reached the specified backoff limit: container main of pod train-2 exited with code 137 (OOMKilled)");
   }
+  SECTION("the failed container's termination message says why (issue 15: it was dropped)") {
+    json job = gpu_job("train", 1);
+    job["status"] = {{"conditions",
+                      json::array({condition("Failed", "BackoffLimitExceeded",
+                                             "Job has reached the specified backoff limit", "2026-12-02T10:10:01Z")})}};
+    json failed = job_pod("train-1", "Failed", "gpu-1");
+    failed["status"]["containerStatuses"] =
+        json::array({{{"name", "main"},
+                      {"state",
+                       {{"terminated",
+                         {{"exitCode", 1},
+                          {"reason", "Error"},
+                          {"message", "loading model\nnvml error: driver/library version mismatch\n"},
+                          {"finishedAt", "2026-12-02T10:09:59Z"}}}}}}});
+    auto s = ops::summarize_job(job, {failed}, {}, now);
+    REQUIRE(s.failure);
+    CHECK(s.failure->termination_message == "loading model\nnvml error: driver/library version mismatch\n");
+    CHECK(s.reason ==
+          "Job has reached the specified backoff limit: container main of pod train-1 exited with code 1 "
+          "(Error): nvml error: driver/library version mismatch");
+    CHECK(ops::to_json(s)["failure"]["terminationMessage"] ==
+          "loading model\nnvml error: driver/library version mismatch\n");
+  }
   SECTION("failed by deadline with no failed container") {
     json job = gpu_job("train", 1);
     job["status"] = {{"startTime", "2026-12-02T10:00:05Z"},

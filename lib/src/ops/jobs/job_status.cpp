@@ -213,7 +213,8 @@ json to_json(const JobSummary& s) {
                {"exitCode", s.failure->exit_code ? json(*s.failure->exit_code) : json(nullptr)},
                {"pod", or_null(s.failure->pod)},
                {"container", or_null(s.failure->container)},
-               {"terminationReason", or_null(s.failure->termination_reason)}};
+               {"terminationReason", or_null(s.failure->termination_reason)},
+               {"terminationMessage", or_null(s.failure->termination_message)}};
   }
   return {
       {"namespace", s.namespace_name},

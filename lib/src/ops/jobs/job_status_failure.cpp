@@ -14,7 +14,7 @@ namespace {
 
 struct Termination {
   int exit_code = 0;
-  std::string container, reason;
+  std::string container, reason, message;
   util::TimePoint finished{};
 };
 
@@ -30,6 +30,7 @@ std::optional<Termination> failed_termination(const json& pod) {
         int code = t["exitCode"].get<int>();
         if (code == 0) continue;
         Termination term{code, kube::string_field(cs, "name"), kube::string_field(t, "reason"),
+                         kube::string_field(t, "message"),
                          util::parse_rfc3339(kube::string_field(t, "finishedAt")).value_or(util::TimePoint{})};
         if (!best || term.finished > best->finished) best = term;
         break;  // state wins over lastState
@@ -61,6 +62,7 @@ std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
     f.pod = kube::name_of(pod);
     f.container = term->container;
     f.termination_reason = term->reason;
+    f.termination_message = term->message;
     best = f;
     best_time = t;
     best_disrupted = disrupted;
@@ -80,8 +82,14 @@ JobFailure read_failure(const json& failed_condition, const std::vector<json>& p
 std::string failure_reason(const JobFailure& f) {
   std::string head = f.message.empty() ? f.reason : f.message;
   if (f.exit_code) {
-    return fmt::format("{}{}container {} of pod {} exited with code {}{}", head, head.empty() ? "" : ": ", f.container,
-                       f.pod, *f.exit_code, f.termination_reason.empty() ? "" : " (" + f.termination_reason + ")");
+    // The termination message's last non-empty line: programs end theirs with the error.
+    std::string said = f.termination_message;
+    while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
+    if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);
+    return fmt::format("{}{}container {} of pod {} exited with code {}{}{}", head, head.empty() ? "" : ": ",
+                       f.container, f.pod, *f.exit_code,
+                       f.termination_reason.empty() ? "" : " (" + f.termination_reason + ")",
+                       said.empty() ? "" : ": " + said);
   }
   return head.empty() ? "failed" : head;
 }

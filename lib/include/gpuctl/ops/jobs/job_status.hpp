@@ -59,6 +59,10 @@ struct JobFailure {
   std::optional<int> exit_code;  // the failed container's exit code (latest failed pod), when one terminated non-zero
   std::string pod, container;
   std::string termination_reason;  // the container's terminated reason: "Error", "OOMKilled", ... ("" when none)
+  // What the container wrote to its termination log (terminationMessagePath, or the log's tail with
+  // FallbackToLogsOnError), as the kubelet reports it: often the one line that says why
+  // ("nvml error: driver/library version mismatch"). "" when none.
+  std::string termination_message;
 };
 
 struct JobSummary {
