@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local control plane's binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kubectl, kwok) from the Go module proxy into a cache outside the repository,
+# kube-scheduler, kubectl, kwok, metrics-server) from the Go module proxy into a cache outside the repository,
 # keyed by version. A warm cache makes this a no-op. Nothing built here is ever committed.
 #
 # Why wrapper modules: k8s.io/kubernetes requires its staging modules at v0.0.0, which the proxy
@@ -13,6 +13,10 @@ K8S_VERSION=${K8S_VERSION:-v1.36.3}
 STAGING_VERSION=${STAGING_VERSION:-v0.36.3}
 ETCD_VERSION=${ETCD_VERSION:-v3.6.14}
 KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# metrics-server v0.9.0: the release built against the Kubernetes v0.36 libraries (go 1.26.4;
+# v0.9.1 needs go 1.26.10). Its binary carries its version in its name, so changing this does not
+# invalidate the cache key of the other binaries (and a warm cache without it builds only it).
+METRICS_SERVER_VERSION=${METRICS_SERVER_VERSION:-v0.9.0}
 
 CACHE_ROOT=${GPUCTL_CP_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpuctl-cp}
 KEY="k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
@@ -24,7 +28,7 @@ export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 log() { printf '[cluster-build %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 all_present() {
-  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok; do
+  for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok "metrics-server-$METRICS_SERVER_VERSION"; do
     [ -x "$BIN/$b" ] || return 1
   done
 }
@@ -37,7 +41,7 @@ fi
 
 command -v go >/dev/null || { log "error: Go is not installed; the control plane is built from Go modules (Go >= 1.26)"; exit 1; }
 start=$(date +%s)
-mkdir -p "$BIN" "$OUT/k8s" "$OUT/etcd" "$OUT/kwok"
+mkdir -p "$BIN" "$OUT/k8s" "$OUT/etcd" "$OUT/kwok" "$OUT/metrics-server"
 log "cold build into $OUT (this takes 20-40 minutes on 2 cores; later runs reuse it)"
 
 build_k8s() {
@@ -96,9 +100,22 @@ build_kwok() {
   mv "$BIN/kwok.tmp" "$BIN/kwok"
 }
 
+build_metrics_server() {
+  local out="$BIN/metrics-server-$METRICS_SERVER_VERSION"
+  [ -x "$out" ] && return 0
+  # The module has no replace directives, so `go install pkg@version` builds it exactly as
+  # released (its own go.mod and go.sum); flags as its Makefile's build target.
+  log "metrics-server $METRICS_SERVER_VERSION: downloading modules and compiling"
+  GOBIN="$OUT/metrics-server" go install -trimpath \
+    -ldflags "-s -w -X k8s.io/client-go/pkg/version.gitVersion=$METRICS_SERVER_VERSION" \
+    "sigs.k8s.io/metrics-server/cmd/metrics-server@$METRICS_SERVER_VERSION"
+  mv "$OUT/metrics-server/metrics-server" "$out"
+}
+
 (build_etcd)
 (build_kwok)
 (build_k8s)
+(build_metrics_server)
 
 all_present || { log "error: build finished but binaries are missing from $BIN"; exit 1; }
 log "cold build done in $(( ($(date +%s) - start) / 60 )) min $(( ($(date +%s) - start) % 60 )) s"
