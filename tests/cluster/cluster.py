@@ -18,6 +18,7 @@ kubelet_relay.py; sim_pods.py adds crash-looping and restarted containers.
     cluster.py pause|resume --state-dir DIR COMPONENT
     cluster.py mint-cert   --state-dir DIR NAME [--subject S] [--not-before D] [--not-after D]
     cluster.py status      --state-dir DIR
+    cluster.py enable-metrics|disable-metrics --state-dir DIR   (metrics.k8s.io: sim_metrics.py)
 
 Importable too: `cluster.Cluster(state_dir).apply_fleet_text(yaml_text)` and so on.  See README.md
 for the fleet schema, cluster.json, the identities and the pod outcome labels.
@@ -51,6 +52,7 @@ except ImportError:  # pragma: no cover - reported when used
 
 import sim_logs  # noqa: E402  (tests/cluster: container logs through the real pods/log path)
 import sim_pods  # noqa: E402  (tests/cluster: crash-looping and restarted containers)
+import sim_metrics  # noqa: E402  (tests/cluster: metrics.k8s.io from metrics-server, on request)
 
 HERE = Path(__file__).resolve().parent
 KUBELET_RELAY = HERE / "kubelet_relay.py"
@@ -438,7 +440,9 @@ def node_object(spec, internal_ip):
         labels["accelerator"] = spec.get("accelerator") or gke
     labels.update({k: str(v) for k, v in (spec.get("labels") or {}).items()})
 
-    annotations = {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"}
+    annotations = {KWOK_ANNOTATION[0]: KWOK_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0",
+                   # where metrics-server scrapes the node's /metrics/resource (kwokctl's node template)
+                   sim_metrics.PATH_ANNOTATION: sim_metrics.node_metrics_path(name)}
     if spec.get("ready") is False:
         del annotations[KWOK_ANNOTATION[0]]  # kwok leaves it alone: no heartbeat, the node goes NotReady
     annotations.update({k: str(v) for k, v in (spec.get("annotations") or {}).items()})
@@ -542,7 +546,7 @@ def gfd_labels(spec, info, product_name, family, cmaj, cmin, mig, mig_devices):
 # kwok stages
 
 
-def kwok_module_dir():
+def modcache_dirs():
     cands = []
     try:
         modcache = run(["go", "env", "GOMODCACHE"], check=False).stdout.strip()
@@ -551,6 +555,11 @@ def kwok_module_dir():
     except ClusterError:
         pass
     cands.append(Path.home() / "go" / "pkg" / "mod")
+    return cands
+
+
+def kwok_module_dir():
+    cands = modcache_dirs()
     for c in cands:
         d = c / "sigs.k8s.io" / ("kwok@" + KWOK_VERSION)
         if (d / "kustomize" / "stage").is_dir():
@@ -658,6 +667,7 @@ def kwok_stages():
                 ]
             docs.append(d)
     docs += own_stages()
+    docs += sim_metrics.kwok_config(kwok_module_dir())
     return "".join("---\n" + y.safe_dump(d, sort_keys=False, width=1000) for d in docs)
 
 
@@ -927,6 +937,7 @@ class Cluster:
             "--kubelet-certificate-authority=%s" % (P / "ca.crt"),
             "--kubelet-client-certificate=%s" % (P / "apiserver-kubelet-client.crt"),
             "--kubelet-client-key=%s" % (P / "apiserver-kubelet-client.key"),
+            *sim_metrics.apiserver_flags(P),
             "--profiling=false"])
         self.save()
 
@@ -1087,6 +1098,7 @@ class Cluster:
         self.sign_cert("apiserver-kubelet-client", "/O=system:masters/CN=kube-apiserver-kubelet-client", "rsa-pkcs8",
                        "basicConstraints = CA:FALSE\nkeyUsage = critical,digitalSignature,keyEncipherment\n"
                        "extendedKeyUsage = clientAuth\n")
+        sim_metrics.make_front_proxy_pki(self)
         self.genkey(P / "sa.key", "rsa-pkcs8")
         run(["openssl", "pkey", "-in", str(P / "sa.key"), "-pubout", "-out", str(P / "sa.pub")])
         tok = self.state["tokens"]["token"]
@@ -1654,6 +1666,28 @@ class Cluster:
         write_file(path, need_yaml().safe_dump(cfg, sort_keys=False), 0o600)
         return path
 
+    # -- metrics.k8s.io (sim_metrics.py) -------------------------------------------------------------
+
+    def enable_metrics(self, timeout=120):
+        """metrics-server started and APIService v1beta1.metrics.k8s.io Available (idempotent)."""
+        def pick():
+            return pick_ports(1, taken=set(self.state["ports"].values()))[0]
+        try:
+            m = sim_metrics.enable(self, pick, modcache_dirs(), timeout=timeout)
+        except BaseException:
+            # Never leave an APIService nobody serves (discovery errors for every client).
+            log("enable-metrics failed: removing the APIService and stopping metrics-server")
+            with contextlib.suppress(Exception):
+                sim_metrics.disable(self)
+            raise
+        log("metrics.k8s.io available through metrics-server %s on 127.0.0.1:%d (%.1fs)"
+            % (m["version"], m["port"], m["seconds"]))
+        return m
+
+    def disable_metrics(self):
+        """APIService removed (gone from discovery), then metrics-server stopped (idempotent)."""
+        log("metrics.k8s.io removed, metrics-server stopped (%.1fs)" % sim_metrics.disable(self))
+
     # -- down --------------------------------------------------------------------------------------
 
     def down(self):
@@ -1758,6 +1792,7 @@ class Cluster:
             "bin_dir": str(b), "kubectl": str(b / "kubectl"),
             "versions": {"kubernetes": K8S_VERSION, "etcd": ETCD_VERSION, "kwok": KWOK_VERSION},
             "ports": dict(st["ports"]),
+            "metrics": sim_metrics.describe(st),
             "fixtures_dir": str(fixtures_dir()),
             "ssh": self.ssh_info(),
             "netns": {k: st["netns"].get(k) for k in ("ok", "name", "subnet", "error")},
@@ -1834,6 +1869,7 @@ def main(argv=None):
         return p
     p = add("up", "start (or reuse) the cluster")
     p.add_argument("--fleet", help="fleet file to apply (default: tests/cluster/default-fleet.yaml on a fresh cluster)")
+    p.add_argument("--metrics", action="store_true", help="then enable-metrics")
     add("down", "stop everything and remove the state (logs are kept in STATE_DIR-logs)")
     p = add("apply-fleet", "add the nodes and SSH hosts of a fleet file")
     p.add_argument("fleet")
@@ -1856,13 +1892,22 @@ def main(argv=None):
     p.add_argument("--subject", default="/O=system:masters/CN=minted")
     p.add_argument("--not-before", default="20200101000000Z", help="openssl ca date (default: 2020-01-01)")
     p.add_argument("--not-after", default="20200102000000Z", help="openssl ca date (default: 2020-01-02, expired)")
+    add("enable-metrics", "start metrics-server and register metrics.k8s.io (kubectl top); waits until Available")
+    add("disable-metrics", "unregister metrics.k8s.io and stop metrics-server")
     add("env", "print shell export lines")
     add("status", "print whether the cluster runs, and cluster.json's path")
     a = ap.parse_args(argv)
     c = Cluster(a.state_dir)
     try:
         if a.cmd == "up":
-            print(c.up(a.fleet))
+            path = c.up(a.fleet)
+            if a.metrics:
+                c.enable_metrics()
+            print(path)
+        elif a.cmd == "enable-metrics":
+            c.enable_metrics()
+        elif a.cmd == "disable-metrics":
+            c.disable_metrics()
         elif a.cmd == "down":
             c.down()
         elif a.cmd == "apply-fleet":
@@ -1893,7 +1938,7 @@ def main(argv=None):
             else:
                 print("%s: not running" % c.dir)
             return 0 if running else 1
-    except ClusterError as e:
+    except (ClusterError, sim_metrics.MetricsError) as e:
         print("cluster.py %s: error: %s" % (a.cmd, e), file=sys.stderr)
         return 1
     return 0
