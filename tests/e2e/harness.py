@@ -543,6 +543,64 @@ def gpuctl_stream(*args, context=None, env=None):
     return Stream([gpuctl_bin(), *map(str, args)], e)
 
 
+# -- metrics.k8s.io (tests/cluster/sim_metrics.py: the real metrics-server, on request) ------------
+
+METRICS_GROUP = "metrics.k8s.io"
+
+
+def metrics_enabled():
+    return bool((info().get("metrics") or {}).get("enabled"))
+
+
+def enable_metrics():
+    """metrics-server running and APIService v1beta1.metrics.k8s.io Available. Pair it with
+    disable_metrics (addClassCleanup / addCleanup): other suites expect no metrics API, and one
+    that is registered but not served breaks discovery (and namespace deletion) for everyone.
+    Returns whether it was already enabled (then leave it so)."""
+    was = metrics_enabled()
+    cluster().enable_metrics()
+    return was
+
+
+def disable_metrics(was_enabled=False):
+    if not was_enabled:
+        cluster().disable_metrics()
+
+
+def usage(cpu=None, memory=None):
+    """Pod annotations for the resource usage kwok reports for each container (kwok's
+    usage-from-annotation; default 1m and 1Mi): usage(cpu="1500m", memory="2Gi")."""
+    ann = {}
+    if cpu is not None:
+        ann["kwok.x-k8s.io/usage-cpu"] = str(cpu)
+    if memory is not None:
+        ann["kwok.x-k8s.io/usage-memory"] = str(memory)
+    return ann
+
+
+def _metrics(path, what, timeout, ready):
+    def got():
+        code, body = api_curl("/apis/metrics.k8s.io/v1beta1/" + path)
+        if code != 200:
+            return None
+        obj = json.loads(body)
+        return obj if ready is None or ready(obj) else None
+    return wait_for(got, timeout, what, interval=1)
+
+
+def node_metrics(node, timeout=90, ready=None):
+    """GET /apis/metrics.k8s.io/v1beta1/nodes/NODE once metrics-server has it (two scrapes, 10 s
+    apart, give a CPU rate); `ready(obj)` may ask for more (a value reached). Returns the object."""
+    return _metrics("nodes/" + node, "metrics of node %s from metrics-server" % node, timeout, ready)
+
+
+def pod_metrics(namespace, pod, timeout=90, ready=None):
+    """The pod's PodMetrics once metrics-server has it: a scrape or two after the node's (it wants
+    two points of every container)."""
+    return _metrics("namespaces/%s/pods/%s" % (namespace, pod), "metrics of pod %s/%s" % (namespace, pod),
+                    timeout, ready)
+
+
 def private_cluster(name, fleet_text=None):
     """Starts a cluster of the calling suite's own, in `<GPUCTL_E2E_STATE>-<name>` (ctest: next to
     the shared one, in the build directory), and points every helper here at it. For suites that

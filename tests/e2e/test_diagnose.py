@@ -114,6 +114,15 @@ class DiagnoseTest(h.TestCase):
                          ["no metrics API (metrics.k8s.io): kubectl top and autoscaling fail"])
         self.assertEqual(r.json["nodes"], [{"node": "dx-ok-0", "firstFailingLayer": None, "check": "", "summary": ""}])
 
+    def test_monitoring_missing_is_silent_with_metrics_server_and_the_dcgm_exporter(self):
+        # The real metrics-server behind APIService v1beta1.metrics.k8s.io (tests/cluster/sim_metrics.py),
+        # only for this test: the others expect the test ground without a metrics API.
+        was = h.enable_metrics()
+        self.addCleanup(h.disable_metrics, was)
+        r = h.gpuctl("diagnose", "--check", "monitoring-missing", "-l", "kubernetes.io/hostname=dx-ok-0", "-o", "json")
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual(r.json["findings"], [])
+
     def test_lists_it_may_not_read_skip_checks_and_refused_credentials_stop_it(self):
         # nobody may list nothing: every check is skipped, exit 5, each named.
         rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR, context="nobody")
