@@ -107,7 +107,7 @@ class DiagnoseTest(h.TestCase):
         rc, out, err = h.gpuctl(*args, "--skip", "monitoring-missing", "--fail-on", "info")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(out, "")
-        self.assertIn("No problems found by 20 check(s).", err)
+        self.assertIn("No problems found by 21 check(s).", err)
         r = h.gpuctl(*args, "-o", "json")
         self.assertEqual(r.rc, 0, r.stderr)
         self.assertEqual([f["summary"] for f in r.json["findings"]],

@@ -205,6 +205,19 @@ class DiagnoseWorkloadsTest(h.TestCase):
         self.assertIn("device plugin rollout of %s/rolling-nvidia-device-plugin is stuck: 1 of 2 pods updated, "
                       "1 unavailable" % ns, text)
 
+    def test_an_image_that_needs_a_newer_driver_than_its_node_has(self):
+        # dx-cuda-0's driver is 510.47.03 (CUDA 11.6, from the real P100 capture, in GFD's labels).
+        h.create([h.gpu_pod("cuda12", self.ns, node="dx-cuda-0", image="nvidia/cuda:12.4.1-base-ubuntu22.04"),
+                  h.gpu_pod("cuda11", self.ns, node="dx-cuda-0", image="nvidia/cuda:11.4.3-base-ubuntu20.04")])
+        h.wait_pod_phase("cuda12", self.ns)
+        h.wait_pod_phase("cuda11", self.ns)
+        doc = self.diagnose("--check", "driver-too-old-for-cuda")
+        found = by_check(doc).get("driver-too-old-for-cuda", [])
+        self.assertEqual([f["object"]["name"] for f in found], ["cuda12"], found)
+        self.assertIn("%s/cuda12 container main needs CUDA 12.4.1 but dx-cuda-0's driver 510.47.03 supports CUDA 11.6 "
+                      "at most: CUDA 12.4 needs driver >= 550.54.14" % self.ns, found[0]["summary"])
+        self.assertEqual(found[0]["evidence"][0]["text"], "image nvidia/cuda:12.4.1-base-ubuntu22.04")
+
     def test_failed_gpu_jobs_say_why_and_finished_ones_are_counted(self):
         doc = self.until("gpu-job-failed", "/nccl failed")
         doc = self.until("gpu-job-failed", "/cuda failed")

@@ -79,7 +79,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto healthy = cli.run({"diagnose"});
   INFO(healthy.err);
   CHECK(healthy.exit_code == 0);
-  CHECK(healthy.err.find("No problems found by 21 check(s).") != std::string::npos);
+  CHECK(healthy.err.find("No problems found by 22 check(s).") != std::string::npos);
 
   answer(cli, {gpu_node("gpu-0", 8, 6)});
   auto sick = cli.run({"diagnose"});
@@ -96,7 +96,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto partial = cli.run({"diagnose"});
   INFO(partial.err);
   CHECK(partial.exit_code == 5);
-  CHECK(partial.err.find("No problems found by 10 check(s); 11 could not run.") != std::string::npos);
+  CHECK(partial.err.find("No problems found by 10 check(s); 12 could not run.") != std::string::npos);
   CHECK(partial.err.find("check node-not-ready skipped: could not list pods: forbidden: pods is forbidden") !=
         std::string::npos);
 

@@ -82,6 +82,7 @@ std::string closest_labels(const json& spec, const std::vector<const json*>& can
       std::string v = kube::label_of(*node, key).value_or("(none)");
       if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
     }
+    std::sort(values.begin(), values.end());
     parts.push_back(fmt::format("{}={}", key, first_few(values, 4)));
   }
   return parts.empty() ? "" : fmt::format("; those nodes have {}", fmt::join(parts, ", "));

@@ -43,7 +43,7 @@ const kube::Projection& pod_fields() {
     std::vector<std::string> paths = kube::pod_request_paths();
     for (const char* more : {"metadata.uid", "metadata.labels", "metadata.creationTimestamp",
                              "metadata.ownerReferences", "spec.nodeSelector", "spec.tolerations", "spec.affinity",
-                             "spec.volumes", "spec.containers[].image", "status.reason", "status.message",
+                             "spec.volumes", "spec.containers[].image", "spec.containers[].env", "status.reason", "status.message",
                              "status.conditions", "status.containerStatuses", "status.initContainerStatuses"})
       paths.emplace_back(more);
     return kube::Projection(paths);

@@ -176,6 +176,9 @@ std::vector<Finding> check_quota_exhausted(const Snapshot& snapshot);
 // kubelet-version-skew (error; warning for mixed pools): GPU nodes' kubelets newer than the API
 // server or more than 3 minor versions behind; pools running several kubelet versions.
 std::vector<Finding> check_kubelet_version_skew(const Snapshot& snapshot);
+// driver-too-old-for-cuda (error): GPU pods whose container needs a newer CUDA (NVIDIA_REQUIRE_CUDA,
+// CUDA_VERSION, the image tag) than the driver of their node (GFD's labels) gives.
+std::vector<Finding> check_driver_too_old_for_cuda(const Snapshot& snapshot);
 // monitoring-missing (info): no metrics.k8s.io API, no DCGM exporter DaemonSet.
 std::vector<Finding> check_monitoring_missing(const Snapshot& snapshot);
 
