@@ -71,11 +71,10 @@ std::string owning_job(const json& pod) {
   return "";
 }
 
-const json* find_node(const Snapshot& snapshot, std::string_view name) {
-  for (const auto& node : snapshot.list(Source::nodes)) {
-    if (kube::name_of(node) == name) return &node;
-  }
-  return nullptr;
+std::map<std::string, const json*, std::less<>> nodes_by_name(const Snapshot& snapshot) {
+  std::map<std::string, const json*, std::less<>> out;
+  for (const auto& node : snapshot.list(Source::nodes)) out.emplace(kube::name_of(node), &node);
+  return out;
 }
 
 std::string event_time(const json& event) {
@@ -93,17 +92,28 @@ std::int64_t event_count(const json& event) {
   return 1;
 }
 
-std::vector<const json*> events_about(const Snapshot& snapshot, std::string_view kind, std::string_view namespace_name,
-                                      std::string_view name) {
-  std::vector<const json*> out;
+namespace {
+
+std::string object_key(std::string_view kind, std::string_view namespace_name, std::string_view name) {
+  return fmt::format("{}/{}/{}", kind, namespace_name, name);
+}
+
+}  // namespace
+
+EventIndex::EventIndex(const Snapshot& snapshot) {
   for (const auto& event : snapshot.list(Source::events)) {
     const json& involved = field(event, "involvedObject");
-    if (string_field(involved, "kind") == kind && string_field(involved, "name") == name &&
-        string_field(involved, "namespace") == namespace_name) {
-      out.push_back(&event);
-    }
+    by_object_[object_key(string_field(involved, "kind"), string_field(involved, "namespace"),
+                          string_field(involved, "name"))]
+        .push_back(&event);
   }
-  return out;
+}
+
+const std::vector<const json*>& EventIndex::about(std::string_view kind, std::string_view namespace_name,
+                                                  std::string_view name) const {
+  static const std::vector<const json*> none;
+  auto it = by_object_.find(object_key(kind, namespace_name, name));
+  return it == by_object_.end() ? none : it->second;
 }
 
 std::string event_host(const json& event) {

@@ -3,6 +3,7 @@
 // built, which pods are GPU pods, and how events are read and quoted as evidence.
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,17 +40,26 @@ std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string
 // The pod's Job, from its ownerReferences; "" when a Job does not own it.
 std::string owning_job(const nlohmann::json& pod);
 
-// The nodes of the snapshot by name.
-const nlohmann::json* find_node(const Snapshot& snapshot, std::string_view name);
+// The snapshot's nodes by name, built once per check so that looking one up per pod stays cheap
+// at thousands of nodes.
+std::map<std::string, const nlohmann::json*, std::less<>> nodes_by_name(const Snapshot& snapshot);
 
 // The event's last time: series.lastObservedTime, lastTimestamp, eventTime, then
 // firstTimestamp, then metadata.creationTimestamp (the kubelet and the scheduler write different ones).
 std::string event_time(const nlohmann::json& event);
 // Its count: series.count, else count, else 1.
 std::int64_t event_count(const nlohmann::json& event);
-// The events of the snapshot (already cut to --since by gather) whose involvedObject is this object.
-std::vector<const nlohmann::json*> events_about(const Snapshot& snapshot, std::string_view kind,
-                                                std::string_view namespace_name, std::string_view name);
+// The snapshot's events (already cut to --since by gather) by involvedObject, in list order:
+// built once per check, so finding one object's events does not walk every event again.
+class EventIndex {
+ public:
+  explicit EventIndex(const Snapshot& snapshot);
+  const std::vector<const nlohmann::json*>& about(std::string_view kind, std::string_view namespace_name,
+                                                  std::string_view name) const;
+
+ private:
+  std::map<std::string, std::vector<const nlohmann::json*>, std::less<>> by_object_;
+};
 // "event FailedMount from kubelet on gpu-7 (x12)" + the message verbatim + the time.
 Evidence event_evidence(const nlohmann::json& event);
 // The node an event was reported from: source.host, else reportingInstance.

@@ -43,11 +43,13 @@ std::string node_cuda(const json& node) {
 
 std::vector<Finding> check_driver_too_old_for_cuda(const Snapshot& snapshot) {
   std::vector<Finding> out;
+  auto nodes = nodes_by_name(snapshot);
   for (const auto& pod : snapshot.list(Source::pods)) {
     std::string node_name = string_field(field(pod, "spec"), "nodeName");
     if (node_name.empty() || kube::pod_is_terminal(pod) || !is_gpu_pod(pod)) continue;
-    const json* node = find_node(snapshot, node_name);
-    if (node == nullptr) continue;
+    auto found = nodes.find(node_name);
+    if (found == nodes.end()) continue;
+    const json* node = found->second;
     auto driver = node_driver(*node);
     if (!driver) continue;
     for (const auto& container : kube::array_field(field(pod, "spec"), "containers")) {

@@ -28,22 +28,41 @@ struct Cause {
   std::vector<std::string> remedy;
 };
 
-std::int64_t allocatable_of(const json& node, const std::string& resource) {
-  auto list = kube::parse_resource_list(kube::field_at(node, {"status", "allocatable"}));
-  auto it = list.find(resource);
-  return it == list.end() ? 0 : it->second.value();
-}
+// One resource's allocatable and requested amounts per node, read once per check run: a cluster
+// with many pending pods would otherwise parse every pod's requests again for each of them.
+struct Room {
+  std::map<std::string, std::int64_t> allocatable;  // by node name, nodes without the resource left out
+  std::map<std::string, std::int64_t> used;         // by the non-terminal pods bound to each node
+};
 
-// GPUs of `resource` requested by the non-terminal pods bound to each node.
-std::map<std::string, std::int64_t> used_by_node(const Snapshot& snapshot, const std::string& resource) {
-  std::map<std::string, std::int64_t> used;
-  for (const auto& pod : snapshot.list(Source::pods)) {
-    std::string node = string_field(field(pod, "spec"), "nodeName");
-    if (node.empty() || kube::pod_is_terminal(pod)) continue;
-    auto requests = kube::pod_requests(pod);
-    if (auto it = requests.find(resource); it != requests.end()) used[node] += it->second.value();
+class Rooms {
+ public:
+  explicit Rooms(const Snapshot& snapshot) : snapshot_(snapshot) {}
+  const Room& of(const std::string& resource) {
+    auto [it, added] = rooms_.try_emplace(resource);
+    if (!added) return it->second;
+    for (const auto& node : snapshot_.list(Source::nodes)) {
+      auto list = kube::parse_resource_list(kube::field_at(node, {"status", "allocatable"}));
+      if (auto q = list.find(resource); q != list.end())
+        it->second.allocatable[kube::name_of(node)] = q->second.value();
+    }
+    for (const auto& pod : snapshot_.list(Source::pods)) {
+      std::string node = string_field(field(pod, "spec"), "nodeName");
+      if (node.empty() || kube::pod_is_terminal(pod)) continue;
+      auto requests = kube::pod_requests(pod);
+      if (auto q = requests.find(resource); q != requests.end()) it->second.used[node] += q->second.value();
+    }
+    return it->second;
   }
-  return used;
+
+ private:
+  const Snapshot& snapshot_;
+  std::map<std::string, Room> rooms_;
+};
+
+std::int64_t amount(const std::map<std::string, std::int64_t>& by_node, const std::string& node) {
+  auto it = by_node.find(node);
+  return it == by_node.end() ? 0 : it->second;
 }
 
 bool waits_for_scheduler(const Snapshot& snapshot, const json& pod) {
@@ -138,35 +157,36 @@ std::optional<Cause> claim_not_bound(const Snapshot& snapshot, const json& pod) 
 }
 
 // Why `pod` (asking for `n` of `resource` per pod) cannot be placed.
-Cause pending_cause(const Snapshot& snapshot, const json& pod, const std::string& resource, std::int64_t n) {
+Cause pending_cause(const Snapshot& snapshot, const Room& room, const json& pod, const std::string& resource,
+                    std::int64_t n) {
   const json& spec = field(pod, "spec");
   const json* largest = nullptr;
+  std::int64_t largest_alloc = 0;
   std::vector<const json*> candidates;
   for (const auto& node : snapshot.list(Source::nodes)) {
-    std::int64_t alloc = allocatable_of(node, resource);
-    if (largest == nullptr || alloc > allocatable_of(*largest, resource)) largest = &node;
+    std::int64_t alloc = amount(room.allocatable, kube::name_of(node));
+    if (largest == nullptr || alloc > largest_alloc) largest = &node, largest_alloc = alloc;
     if (alloc >= n) candidates.push_back(&node);
   }
   if (candidates.empty()) {
-    std::string biggest = largest == nullptr || allocatable_of(*largest, resource) == 0
+    std::string biggest = largest == nullptr || largest_alloc == 0
                               ? fmt::format("no node offers {}", resource)
-                              : fmt::format("the largest node offers {} ({})", allocatable_of(*largest, resource),
-                                            kube::name_of(*largest));
+                              : fmt::format("the largest node offers {} ({})", largest_alloc, kube::name_of(*largest));
     return {Severity::error,
             fmt::format("it asks for {} {} per pod and {}: it can never run", n, resource, biggest),
             {"gpuctl nodes"}};
   }
   if (auto cause = no_node_may_take(spec, resource, n, candidates)) return *cause;
-  auto used = used_by_node(snapshot, resource);
   std::int64_t total_free = 0, best = 0;
   std::string best_node;
   std::size_t eligible = 0;
   for (const json* node : candidates) {
     if (kube::placement_exclusion(spec, *node)) continue;
     ++eligible;
-    std::int64_t free = allocatable_of(*node, resource) - used[kube::name_of(*node)];
+    std::string name = kube::name_of(*node);
+    std::int64_t free = amount(room.allocatable, name) - amount(room.used, name);
     total_free += std::max<std::int64_t>(free, 0);
-    if (free > best) best = free, best_node = kube::name_of(*node);
+    if (free > best) best = free, best_node = name;
   }
   if (best < n) {
     return {Severity::warning,
@@ -180,13 +200,13 @@ Cause pending_cause(const Snapshot& snapshot, const json& pod, const std::string
           {}};
 }
 
-Finding pending_finding(const Snapshot& snapshot, const json& pod) {
+Finding pending_finding(const Snapshot& snapshot, Rooms& rooms, const EventIndex& index, const json& pod) {
   std::string resource;
   std::int64_t n = 0;
   for (const auto& [name, q] : kube::pod_requests(pod)) {
     if (is_nvidia_resource(name) && q.value() > n) resource = name, n = q.value();
   }
-  Cause cause = pending_cause(snapshot, pod, resource, n);
+  Cause cause = pending_cause(snapshot, rooms.of(resource), pod, resource, n);
   std::string age;
   if (auto created = util::parse_rfc3339(string_field(field(pod, "metadata"), "creationTimestamp"))) {
     age = " for " + util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(snapshot.now - *created));
@@ -200,7 +220,7 @@ Finding pending_finding(const Snapshot& snapshot, const json& pod) {
                             string_field(c, "lastTransitionTime")});
     }
   }
-  auto events = events_about(snapshot, "Pod", kube::namespace_of(pod), kube::name_of(pod));
+  const auto& events = index.about("Pod", kube::namespace_of(pod), kube::name_of(pod));
   for (auto it = events.rbegin(); it != events.rend(); ++it) {
     if (string_field(**it, "reason") == "FailedScheduling") {
       f.evidence.push_back(event_evidence(**it));
@@ -226,8 +246,12 @@ bool names_gpu(const AdmissionDenial& denial) {
 
 std::vector<Finding> check_gpu_pods_pending(const Snapshot& snapshot) {
   std::vector<Finding> out;
+  std::optional<Rooms> rooms;
+  std::optional<EventIndex> events;
   for (const auto& pod : snapshot.list(Source::pods)) {
-    if (is_gpu_pod(pod) && waits_for_scheduler(snapshot, pod)) out.push_back(pending_finding(snapshot, pod));
+    if (!is_gpu_pod(pod) || !waits_for_scheduler(snapshot, pod)) continue;
+    if (!rooms) rooms.emplace(snapshot), events.emplace(snapshot);
+    out.push_back(pending_finding(snapshot, *rooms, *events, pod));
   }
   // Jobs whose pods are never created: the Job controller's FailedCreate events carry the refusal.
   std::map<std::string, const json*> latest;

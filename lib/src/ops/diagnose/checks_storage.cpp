@@ -116,7 +116,7 @@ std::vector<std::string> consumers_of(const Snapshot& snapshot, const std::strin
   return out;
 }
 
-std::optional<Finding> unbound_finding(const Snapshot& snapshot, const json& pvc) {
+std::optional<Finding> unbound_finding(const Snapshot& snapshot, const EventIndex& events, const json& pvc) {
   std::string phase = string_field(field(pvc, "status"), "phase");
   std::string ns = kube::namespace_of(pvc), name = kube::name_of(pvc);
   auto consumers = consumers_of(snapshot, ns, name);
@@ -144,7 +144,7 @@ std::optional<Finding> unbound_finding(const Snapshot& snapshot, const json& pvc
                              fmt::format("claim {}/{} is {}: {}", ns, name, phase, cause));
   if (!consumers.empty())
     f.summary += fmt::format("; {} pod(s) wait on it: {}", consumers.size(), first_few(consumers));
-  for (const json* e : events_about(snapshot, "PersistentVolumeClaim", ns, name)) {
+  for (const json* e : events.about("PersistentVolumeClaim", ns, name)) {
     if (string_field(*e, "type") == "Warning" && f.evidence.size() < 2) f.evidence.push_back(event_evidence(*e));
   }
   f.evidence.push_back({fmt::format("pvc {}/{} status", ns, name), "phase=" + phase, ""});
@@ -190,10 +190,11 @@ std::vector<Finding> rwo_shared_by_parallel_jobs(const Snapshot& snapshot) {
 
 std::vector<Finding> check_pvc_unbound(const Snapshot& snapshot) {
   std::vector<Finding> out;
+  EventIndex events(snapshot);
   for (const auto& pvc : snapshot.list(Source::pvcs)) {
     std::string phase = string_field(field(pvc, "status"), "phase");
     if (phase != "Pending" && phase != "Lost") continue;
-    if (auto f = unbound_finding(snapshot, pvc)) out.push_back(std::move(*f));
+    if (auto f = unbound_finding(snapshot, events, pvc)) out.push_back(std::move(*f));
   }
   auto rwo = rwo_shared_by_parallel_jobs(snapshot);
   out.insert(out.end(), rwo.begin(), rwo.end());
@@ -209,17 +210,18 @@ std::vector<Finding> check_volume_mount_failed(const Snapshot& snapshot) {
     const json* first_pod = nullptr;
   };
   std::map<std::string, Group> groups;
+  std::map<std::string, const json*> pods;  // by ns/name, built at the first mount event
   for (const auto& event : snapshot.list(Source::events)) {
     std::string reason = string_field(event, "reason");
     if (reason != "FailedMount" && reason != "FailedAttachVolume") continue;
-    const json& involved = field(event, "involvedObject");
-    const json* pod = nullptr;
-    for (const auto& p : snapshot.list(Source::pods)) {
-      if (kube::name_of(p) == string_field(involved, "name") &&
-          kube::namespace_of(p) == string_field(involved, "namespace"))
-        pod = &p;
+    if (pods.empty()) {
+      for (const auto& p : snapshot.list(Source::pods)) pods[pod_ref(p)] = &p;
     }
-    if (pod == nullptr || !is_gpu_pod(*pod) || kube::pod_is_terminal(*pod)) continue;
+    const json& involved = field(event, "involvedObject");
+    auto found = pods.find(string_field(involved, "namespace") + "/" + string_field(involved, "name"));
+    if (found == pods.end()) continue;
+    const json* pod = found->second;
+    if (!is_gpu_pod(*pod) || kube::pod_is_terminal(*pod)) continue;
     std::string message = string_field(event, "message");
     MessageClass what = classify_mount_failure(message).value_or(
         MessageClass{"mount-failed", "the volume could not be mounted", "read the event's message"});

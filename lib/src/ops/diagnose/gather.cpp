@@ -41,10 +41,11 @@ struct ListPlan {
 const kube::Projection& pod_fields() {
   static const kube::Projection fields = [] {
     std::vector<std::string> paths = kube::pod_request_paths();
-    for (const char* more : {"metadata.uid", "metadata.labels", "metadata.creationTimestamp",
-                             "metadata.ownerReferences", "spec.nodeSelector", "spec.tolerations", "spec.affinity",
-                             "spec.volumes", "spec.containers[].image", "spec.containers[].env", "status.reason", "status.message",
-                             "status.conditions", "status.containerStatuses", "status.initContainerStatuses"})
+    for (const char* more :
+         {"metadata.uid", "metadata.labels", "metadata.creationTimestamp", "metadata.ownerReferences",
+          "spec.nodeSelector", "spec.tolerations", "spec.affinity", "spec.volumes", "spec.containers[].image",
+          "spec.containers[].env", "status.reason", "status.message", "status.conditions", "status.containerStatuses",
+          "status.initContainerStatuses"})
       paths.emplace_back(more);
     return kube::Projection(paths);
   }();
