@@ -1,10 +1,8 @@
 #include "gpuctl/kube/manifest.hpp"
 
-#include <sstream>
 #include <string>
 
 #include <fmt/format.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "gpuctl/kube/yaml_scalar.hpp"
@@ -17,33 +15,8 @@ namespace {
 
 using json = nlohmann::json;
 
-// yaml-cpp 0.7 never reaches the end of some malformed streams: after a top-level flow node and a
-// ',' ("\"\",", "[a],", found by fuzz_manifest) it yields the same document again and again, and
-// LoadAll keeps every one (gigabytes in seconds). Counting documents first, keeping none, bounds it.
+// More documents than this in one file is a mistake (or yaml-cpp looping: count_yaml_documents).
 constexpr int kMaxDocuments = 100;
-
-class DocumentCounter : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-// The number of documents in `text`, counting no further than kMaxDocuments + 1.
-int count_documents(const std::string& text) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentCounter counter;
-  int count = 0;
-  while (count <= kMaxDocuments && parser.HandleNextDocument(counter)) ++count;
-  return count;
-}
 
 Result<json> to_json(const YAML::Node& node, std::string_view source) {
   auto where = [&] { return fmt::format("{}:{}", source, node.Mark().line + 1); };
@@ -100,7 +73,7 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   std::vector<YAML::Node> docs;
   try {
     const std::string owned(text);
-    if (count_documents(owned) > kMaxDocuments) {
+    if (detail::count_yaml_documents(owned, kMaxDocuments) > kMaxDocuments) {
       return fail(Errc::invalid_argument,
                   fmt::format("{}: holds more than {} YAML documents (or a stray ',' after a value); "
                               "give one object per file",

@@ -1,13 +1,41 @@
 #include "kube/yaml_tree.hpp"
 
+#include <sstream>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
+#include <yaml-cpp/eventhandler.h>
 
 #include "gpuctl/util/nesting.hpp"
 
 namespace gpuctl::kube::detail {
+namespace {
+
+// Sees a document's events and keeps nothing.
+class DocumentCounter : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
+}  // namespace
+
+int count_yaml_documents(const std::string& text, int limit) {
+  std::istringstream in(text);
+  YAML::Parser parser(in);
+  DocumentCounter counter;
+  int count = 0;
+  while (count <= limit && parser.HandleNextDocument(counter)) ++count;
+  return count;
+}
 
 std::string shown_in_error(std::string_view text) {
   constexpr std::size_t kMaxShown = 64;

@@ -5,14 +5,13 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <yaml-cpp/depthguard.h>
-#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include "gpuctl/output/printable.hpp"
+#include "kube/yaml_tree.hpp"
 
 namespace gpuctl::ops::diagnose {
 namespace {
@@ -26,30 +25,6 @@ std::string shown(std::string_view text) {
 }
 
 bool has_glob(std::string_view pattern) { return pattern.find_first_of("*?") != std::string_view::npos; }
-
-// yaml-cpp 0.7 can yield the same document forever after some malformed input (see manifest.cpp),
-// so documents are counted, keeping none, before anything is loaded.
-class DocumentCounter : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t, const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t, YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-int count_documents(const std::string& text, int limit) {
-  std::istringstream in(text);
-  YAML::Parser parser(in);
-  DocumentCounter counter;
-  int count = 0;
-  while (count <= limit && parser.HandleNextDocument(counter)) ++count;
-  return count;
-}
 
 // YYYY-MM-DD naming a real day.
 std::optional<std::chrono::sys_days> parse_date(std::string_view text) {
@@ -182,7 +157,7 @@ Result<std::vector<Suppression>> parse_suppressions(std::string_view yaml_text, 
   YAML::Node root;
   try {
     const std::string owned(yaml_text);
-    if (int documents = count_documents(owned, 1); documents > 1) {
+    if (kube::detail::count_yaml_documents(owned, 1) > 1) {
       return fail(Errc::invalid_argument,
                   fmt::format("{}: holds more than one YAML document; put every rule in one list", source_name));
     }
