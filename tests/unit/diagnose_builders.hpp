@@ -85,6 +85,20 @@ inline d::Snapshot snapshot(std::map<d::Source, std::vector<json>> lists) {
   return s;
 }
 
+// A list response as the API server sends it, for FakeTransport answers.
+inline std::string list_of(json items) {
+  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
+}
+
+// A Ready H100 node with `capacity` GPUs of which `allocatable` are healthy (the CLI tests' node).
+inline json h100_node(const std::string& name, int capacity, int allocatable) {
+  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
+          {"status",
+           {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
+            {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
+            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
+}
+
 // The first line of a fixture file, as an event message or log line carries it.
 inline std::string fixture_line(const std::string& path, std::size_t index = 0) {
   std::string text = fixture(path);

@@ -4,25 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnose_builders.hpp"
 #include "fakes/cli_harness.hpp"
 #include "fakes/test_support.hpp"
 
 using gpuctl::testing::json_answer;
+using gpuctl::testing::dx::h100_node;
+using gpuctl::testing::dx::list_of;
 using nlohmann::json;
 
 namespace {
-
-std::string list_of(json items) {
-  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
-}
-
-json gpu_node(const std::string& name, int capacity, int allocatable) {
-  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
-          {"status",
-           {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
-            {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
-            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-}
 
 // Every read of a whole healthy cluster (but for `nodes`): the device plugin of the GPU Operator
 // with one Ready pod and its log, a DCGM exporter, the metrics API, a server at v1.36.3.
@@ -75,24 +66,24 @@ void answer(gpuctl::testing::CliHarness& cli, json nodes, bool pods_forbidden = 
 TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-on, 5 when a check could not run",
           "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
-  answer(cli, {gpu_node("gpu-0", 8, 8)});
+  answer(cli, {h100_node("gpu-0", 8, 8)});
   auto healthy = cli.run({"diagnose"});
   INFO(healthy.err);
   CHECK(healthy.exit_code == 0);
   CHECK(healthy.err.find("No problems found by 22 check(s).") != std::string::npos);
 
-  answer(cli, {gpu_node("gpu-0", 8, 6)});
+  answer(cli, {h100_node("gpu-0", 8, 6)});
   auto sick = cli.run({"diagnose"});
   CHECK(sick.exit_code == 4);
   CHECK(sick.out.find("gpu-0: 2 of 8 nvidia.com/gpu unhealthy (capacity 8, allocatable 6)") != std::string::npos);
   CHECK(sick.out.find("gpuctl gpus gpu-0") != std::string::npos);
 
   // The finding is an error: below --fail-on critical, and never with --fail-on never.
-  answer(cli, {gpu_node("gpu-0", 8, 6)});
+  answer(cli, {h100_node("gpu-0", 8, 6)});
   CHECK(cli.run({"diagnose", "--fail-on", "critical"}).exit_code == 0);
 
   // pods forbidden: node-not-ready cannot run; nothing else is found.
-  answer(cli, {gpu_node("gpu-0", 8, 8)}, true);
+  answer(cli, {h100_node("gpu-0", 8, 8)}, true);
   auto partial = cli.run({"diagnose"});
   INFO(partial.err);
   CHECK(partial.exit_code == 5);
@@ -101,13 +92,13 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
         std::string::npos);
 
   // Findings win over an incomplete run.
-  answer(cli, {gpu_node("gpu-0", 8, 6)}, true);
+  answer(cli, {h100_node("gpu-0", 8, 6)}, true);
   CHECK(cli.run({"diagnose"}).exit_code == 4);
 }
 
 TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
-  answer(cli, {gpu_node("gpu-0", 8, 7)});
+  answer(cli, {h100_node("gpu-0", 8, 7)});
   auto r = cli.run({"diagnose", "-o", "json", "--check", "gpu-unhealthy-devices,node-pressure"});
   INFO(r.err);
   REQUIRE(r.exit_code == 4);
@@ -135,7 +126,7 @@ TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cl
 TEST_CASE("gpuctl diagnose costs one read of each list, whatever the number of checks (README's cost statement)",
           "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
-  answer(cli, {gpu_node("gpu-0", 8, 8)});
+  answer(cli, {h100_node("gpu-0", 8, 8)});
   auto all = cli.run({"diagnose"});
   INFO(all.err);
   REQUIRE(all.exit_code == 0);
@@ -146,7 +137,7 @@ TEST_CASE("gpuctl diagnose costs one read of each list, whatever the number of c
   // One check reads only what it needs: device-plugin-log-errors reads the nodes (for -l), the
   // DaemonSets, the plugin's pods and its log.
   gpuctl::testing::CliHarness one;
-  answer(one, {gpu_node("gpu-0", 8, 8)});
+  answer(one, {h100_node("gpu-0", 8, 8)});
   auto logs = one.run({"diagnose", "--check", "device-plugin-log-errors"});
   INFO(logs.err);
   REQUIRE(logs.exit_code == 0);

@@ -9,11 +9,14 @@
 #include <nlohmann/json.hpp>
 #include <pugixml.hpp>
 
+#include "diagnose_builders.hpp"
 #include "fakes/cli_harness.hpp"
 #include "fakes/test_support.hpp"
 #include "gpuctl/ops/diagnose/report_formats.hpp"
 #include "gpuctl/util/time.hpp"
 
+using gpuctl::testing::dx::h100_node;
+using gpuctl::testing::dx::list_of;
 using nlohmann::json;
 using namespace gpuctl::ops::diagnose;
 using namespace std::chrono_literals;
@@ -232,25 +235,9 @@ TEST_CASE("diagnose -o prometheus: label values are escaped as the format asks",
   CHECK(empty.ends_with("gpuctl_diagnose_last_run_timestamp_seconds 1785538800.000\n"));
 }
 
-namespace {
-
-std::string list_of(json items) {
-  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
-}
-
-json gpu_node(const std::string& name, int capacity, int allocatable) {
-  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
-          {"status",
-           {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
-            {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
-            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-}
-
-}  // namespace
-
 TEST_CASE("gpuctl diagnose -o junit and -o prometheus: the report on stdout, the usual exit code", "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
-  auto nodes = gpuctl::testing::json_answer(200, list_of({gpu_node("gpu-0", 8, 6), gpu_node("gpu-1", 8, 8)}));
+  auto nodes = gpuctl::testing::json_answer(200, list_of({h100_node("gpu-0", 8, 6), h100_node("gpu-1", 8, 8)}));
   const std::string checks = "gpu-unhealthy-devices,node-pressure";
   cli.fake().on("GET", "/api/v1/nodes", nodes);
   auto junit = cli.run({"diagnose", "--check", checks, "-o", "junit"});

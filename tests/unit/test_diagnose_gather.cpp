@@ -4,18 +4,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "diagnose_builders.hpp"
 #include "fakes/test_support.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
 
+using gpuctl::testing::dx::list_of;
 using nlohmann::json;
 using namespace gpuctl::ops::diagnose;
 using gpuctl::testing::json_answer;
 
 namespace {
-
-std::string list_of(json items) {
-  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
-}
 
 const char* kForbidden =
     R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"

@@ -5,24 +5,19 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "diagnose_builders.hpp"
 #include "fakes/cli_harness.hpp"
 #include "fakes/test_support.hpp"
 #include "gpuctl/ops/diagnose/suppress.hpp"
 #include "gpuctl/util/time.hpp"
 #include "test_kubeconfig_support.hpp"
 
+using gpuctl::testing::dx::h100_node;
+using gpuctl::testing::dx::list_of;
 using nlohmann::json;
 using namespace gpuctl::ops::diagnose;
 
 namespace {
-
-json gpu_node(const std::string& name, int capacity, int allocatable) {
-  return {{"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3"}}}}},
-          {"status",
-           {{"capacity", {{"nvidia.com/gpu", std::to_string(capacity)}}},
-            {"allocatable", {{"nvidia.com/gpu", std::to_string(allocatable)}}},
-            {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}}})}}}};
-}
 
 Finding finding(const std::string& check, Severity severity, const std::string& node, std::string kind = "Node",
                 std::string ns = "", std::string name = "") {
@@ -42,7 +37,7 @@ struct Fixture {
   Report report;
   Fixture() {
     snapshot.now = *gpuctl::util::parse_rfc3339("2026-07-31T23:00:00Z");
-    snapshot.lists[Source::nodes] = {gpu_node("gpu-0", 8, 7), gpu_node("gpu-1", 8, 8)};
+    snapshot.lists[Source::nodes] = {h100_node("gpu-0", 8, 7), h100_node("gpu-1", 8, 8)};
     report.checks = {{"node-not-ready", CheckStatus::fail, "", {}},
                      {"gpu-unhealthy-devices", CheckStatus::fail, "", {}},
                      {"node-pressure", CheckStatus::fail, "", {}}};
@@ -245,16 +240,12 @@ TEST_CASE("diagnose suppress: the file is read with its name in every error", "[
 
 namespace {
 
-std::string list_of(json items) {
-  return json{{"metadata", {{"resourceVersion", "9"}}}, {"items", std::move(items)}}.dump();
-}
-
 // Only the node checks run (they read nodes alone), so what other checks read is not scripted.
 const std::string kNodeChecks = "gpu-unhealthy-devices,node-pressure,device-plugin-missing";
 
 void answer(gpuctl::testing::CliHarness& cli) {
   cli.fake().on("GET", "/api/v1/nodes",
-                gpuctl::testing::json_answer(200, list_of({gpu_node("gpu-0", 8, 6), gpu_node("gpu-1", 8, 8)})));
+                gpuctl::testing::json_answer(200, list_of({h100_node("gpu-0", 8, 6), h100_node("gpu-1", 8, 8)})));
   cli.fake().on("GET", "/api/v1/pods", gpuctl::testing::json_answer(200, list_of(json::array())));
 }
 
