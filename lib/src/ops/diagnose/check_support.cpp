@@ -55,11 +55,12 @@ bool is_gpu_pod(const json& pod) { return gpu_request(pod) > 0; }
 
 std::string pod_ref(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
 
-std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string& node) {
-  std::vector<std::string> out;
+std::map<std::string, std::vector<std::string>> gpu_pods_by_node(const Snapshot& snapshot) {
+  std::map<std::string, std::vector<std::string>> out;
   for (const auto& pod : snapshot.list(Source::pods)) {
-    if (string_field(field(pod, "spec"), "nodeName") != node || kube::pod_is_terminal(pod)) continue;
-    if (is_gpu_pod(pod)) out.push_back(pod_ref(pod));
+    std::string node = string_field(field(pod, "spec"), "nodeName");
+    if (node.empty() || kube::pod_is_terminal(pod) || !is_gpu_pod(pod)) continue;
+    out[node].push_back(pod_ref(pod));
   }
   return out;
 }

@@ -35,8 +35,8 @@ std::int64_t gpu_request(const nlohmann::json& pod);
 bool is_gpu_pod(const nlohmann::json& pod);
 // "ns/name".
 std::string pod_ref(const nlohmann::json& pod);
-// "ns/name" of the non-terminal GPU pods bound to `node`.
-std::vector<std::string> gpu_pods_on(const Snapshot& snapshot, const std::string& node);
+// "ns/name" of the non-terminal GPU pods, by the node they are bound to: one walk of the pods.
+std::map<std::string, std::vector<std::string>> gpu_pods_by_node(const Snapshot& snapshot);
 // The pod's Job, from its ownerReferences; "" when a Job does not own it.
 std::string owning_job(const nlohmann::json& pod);
 

@@ -1,5 +1,6 @@
 // The checks that read a GPU node's own status: conditions (node, network, pressure) and what the
 // device plugin registered (capacity and allocatable of nvidia.com/* resources).
+#include <map>
 #include <optional>
 
 #include <fmt/format.h>
@@ -19,7 +20,7 @@ using kube::string_field;
 
 using Condition = kube::NodeCondition;
 using support::first_few;
-using support::gpu_pods_on;
+using support::gpu_pods_by_node;
 using support::node_finding;
 
 std::optional<Condition> condition_of(const json& node, std::string_view type) {
@@ -47,6 +48,7 @@ std::string held_for(const Snapshot& snapshot, const Condition& c) {
 
 std::vector<Finding> check_node_not_ready(const Snapshot& snapshot) {
   std::vector<Finding> out;
+  std::optional<std::map<std::string, std::vector<std::string>>> stranded;  // read at the first node down
   for (const auto& node : snapshot.list(Source::nodes)) {
     if (!is_gpu_node(node)) continue;
     std::string name = kube::name_of(node);
@@ -57,7 +59,8 @@ std::vector<Finding> check_node_not_ready(const Snapshot& snapshot) {
     std::string state = c.status == "False" ? "NotReady" : "Unknown";
     std::string summary = fmt::format("{} is {}{}", name, state, held_for(snapshot, c));
     if (!c.reason.empty()) summary += fmt::format(" ({})", c.reason);
-    auto pods = gpu_pods_on(snapshot, name);
+    if (!stranded) stranded = gpu_pods_by_node(snapshot);
+    const auto& pods = (*stranded)[name];
     if (!pods.empty()) summary += fmt::format("; {} GPU pod(s) stranded there: {}", pods.size(), first_few(pods));
     Finding f = node_finding("node-not-ready", Severity::critical, name, std::move(summary));
     f.evidence.push_back(condition_evidence(name, c));
