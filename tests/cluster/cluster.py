@@ -1575,25 +1575,66 @@ class Cluster:
             self.save()
         log("%s stopped (signal %d)" % (name, sig))
 
-    def start_component(self, name, timeout=120):
+    def start_component(self, name, timeout=240):
         """Starts a stopped component again with its recorded argv; for the apiserver, waits for
-        /readyz (the kubeconfigs stay valid: same port, same certificates)."""
+        /readyz (the kubeconfigs stay valid: same port, same certificates). A new apiserver that
+        exits before it is ready (say its port was taken while it was down) is started again,
+        up to three times within `timeout`; a failure shows only the new processes' log lines."""
         t = time.time()
+        log_name = name + ".log"
+        marker = self.mark_log(log_name, "%s started again by cluster.py" % name)
+        pid = self.spawn_again(name)
+        if name == "kube-apiserver":
+            starts = [pid]
+
+            def readyz():
+                with contextlib.suppress(OSError, ClusterError, ssl.SSLError, ValueError):
+                    if self.api("GET", "/readyz", ok=None, timeout=5)[0] == 200:
+                        return True
+                if not pid_alive(starts[-1]) and len(starts) < 3:
+                    log("%s (pid %d) exited before it was ready; starting it again" % (name, starts[-1]))
+                    with self.locked():
+                        self.state["procs"][name] = None
+                    time.sleep(1)
+                    starts.append(self.spawn_again(name))
+                return False
+
+            try:
+                self.wait("kube-apiserver /readyz after a restart", readyz, timeout, interval=0.2)
+            except ClusterError as e:
+                alive = "running" if pid_alive(starts[-1]) else "exited"
+                raise ClusterError("%s (%d start(s), the last %s)\n--- %s since the restart ---\n%s" % (
+                    e, len(starts), alive, log_name, self.log_since(log_name, marker)))
+        log("%s started again (%.1fs)" % (name, time.time() - t))
+
+    def spawn_again(self, name):
         with self.locked():
             self.require_running()
             if self.ours(self.state["procs"].get(name)):
                 raise ClusterError("%s is already running (pid %d)" % (name, self.state["procs"][name]))
             argv = self.component_argv(name)
-            self.state["procs"][name] = self.spawn(name, argv)
+            pid = self.state["procs"][name] = self.spawn(name, argv)
             self.save()
-        if name == "kube-apiserver":
-            def readyz():
-                code, _ = self.api("GET", "/readyz", ok=None, timeout=5)
-                return code == 200
-            self.wait("kube-apiserver /readyz after a restart", readyz, timeout, interval=0.2, logs=["kube-apiserver.log"])
-        log("%s started again (%.1fs)" % (name, time.time() - t))
+        return pid
 
-    def restart_apiserver(self, down_for=0.0, sig=signal.SIGKILL, timeout=120):
+    def mark_log(self, name, what):
+        """Appends a marker line to a component's log; returns it for log_since."""
+        marker = "---- %s at %s ----" % (what, time.strftime("%H:%M:%S"))
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with open(self.logs / name, "a") as f:
+            f.write(marker + "\n")
+        return marker
+
+    def log_since(self, name, marker, n=40):
+        """The last n lines written to a log after marker (the output of the process started then)."""
+        try:
+            text = Path(self.logs / name).read_text(errors="replace")
+        except OSError as e:
+            return str(e)
+        lines = text[text.rfind(marker) + len(marker):].splitlines(True) if marker in text else []
+        return "".join(lines[-n:]) or "(nothing written)\n"
+
+    def restart_apiserver(self, down_for=0.0, sig=signal.SIGKILL, timeout=240):
         """kube-apiserver killed (a crash by default) and started again after `down_for` seconds;
         returns once /readyz answers 200 again."""
         self.stop_component("kube-apiserver", sig)
