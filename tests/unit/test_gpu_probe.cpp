@@ -45,11 +45,16 @@ TEST_CASE("gpu::probe_script is one fixed line that survives any login shell's q
   CHECK(s.find('!') == std::string_view::npos);
   CHECK(s.find('\\') == std::string_view::npos);
   CHECK(s.find(kProbeMarker) != std::string_view::npos);
-  CHECK(s.size() < 1500);
-  // Exactly the nvidia-smi forms the test cluster's fake supports.
+  CHECK(s.size() < 4096);  // one line that old csh builds still read whole
+  // Exactly the forms the test cluster's fakes support (tests/cluster/README.md).
   CHECK(s.find("nvidia-smi -q -x;") != std::string_view::npos);
   CHECK(s.find("nvidia-smi -L;") != std::string_view::npos);
   CHECK(s.find("nvidia-smi -q -x -i $i;") != std::string_view::npos);
+  CHECK(s.find("nvidia-smi nvlink -s;") != std::string_view::npos);
+  CHECK(s.find("nvidia-smi --query-gpu=") != std::string_view::npos);
+  CHECK(s.find("journalctl -k -b -q --no-pager -n 1 ") != std::string_view::npos);
+  CHECK(s.find("journalctl -k -b -q --no-pager -o short-iso |") != std::string_view::npos);
+  CHECK(s.find("dmesg --time-format iso |") != std::string_view::npos);
   CHECK(probe_remote_command() == cat("sh -c '", s, "'"));
 }
 
@@ -355,6 +360,12 @@ std::string probe_path(const TempDir& dir) { return cat((dir.path() / "bin").str
 
 bool have(const char* path) { return fs::exists(path); }
 
+std::vector<std::string> step_names(const ProbeTranscript& t) {
+  std::vector<std::string> names;
+  for (const auto& s : t.steps) names.push_back(s.name);
+  return names;
+}
+
 }  // namespace
 
 TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvidia-smi", "[probe]") {
@@ -393,8 +404,10 @@ TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvi
       // The XML came through byte for byte (apart from framing), up to a final newline that the
       // framing adds when the output did not end with one (this fixture does not).
       ProbeTranscript t = parse_probe_transcript(run.out);
-      REQUIRE(t.steps.size() == 2);
-      CHECK(t.steps[0].stdout_text == cat(read_file(fixture_path(kXml2070)), "\n"));
+      // The kernel log first, then the GPU queries; this fake answers no `nvlink -s`.
+      REQUIRE(step_names(t) == std::vector<std::string>{"kernel", "all", "list", "nvlink"});
+      CHECK(t.steps[1].stdout_text == cat(read_file(fixture_path(kXml2070)), "\n"));
+      CHECK_FALSE(r.facts.nvlinks.has_value());
     }
     // As ssh runs it: the user's login shell gets the "sh -c '...'" remote command.
     ShellRun wrapped = dir.run("/bin/bash", probe_remote_command(), probe_path(dir));
@@ -498,7 +511,7 @@ TEST_CASE("gpu probe script runs end to end under /bin/sh (dash) with a fake nvi
     CHECK(node_classification(r) == "nvidia_smi_missing");
     ProbeTranscript t = parse_probe_transcript(run.out);
     CHECK(t.finished);
-    CHECK(t.steps.size() == 1);  // no -L, no fallback
-    CHECK(t.steps.at(0).exit_code == 127);
+    REQUIRE(step_names(t) == std::vector<std::string>{"kernel", "all"});  // no -L, no fallback
+    CHECK(t.steps.at(1).exit_code == 127);
   }
 }

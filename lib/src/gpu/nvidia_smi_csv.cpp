@@ -204,6 +204,10 @@ GpuInfo gpu_of(const Row& r, int row_index) {
   g.compute_capability = r.text({"compute_cap"});
   g.driver_version = r.text({"driver_version"});
   g.persistence_mode_enabled = r.flag({"persistence_mode"});
+  g.pcie.gen_current = r.integer({"pcie.link.gen.current", "pcie.link.gen.gpucurrent"});
+  g.pcie.gen_max = r.integer({"pcie.link.gen.max"});
+  g.pcie.width_current = r.integer({"pcie.link.width.current"});
+  g.pcie.width_max = r.integer({"pcie.link.width.max"});
   g.compute_mode = r.text({"compute_mode"});
   g.mig.current_enabled = r.flag({"mig.mode.current"});
   g.mig.pending_enabled = r.flag({"mig.mode.pending"});

@@ -183,10 +183,31 @@ RemappedRows remapped_rows_of(const NvsmiNode& g) {
   return r;
 }
 
+// XML: pci/pci_gpu_link_info/{pcie_gen/*_link_gen, link_widths/*_link_width}; text: PCI / GPU
+// Link Info / {PCIe Generation, Link Width} / {Max, Current}.
+PcieLink pcie_of(const NvsmiNode& g) {
+  const NvsmiNode* link = first_child(g.child("pci"), {"pci_gpu_link_info", "gpu_link_info"});
+  PcieLink out;
+  out.gen_current = pick(link, {"pcie_gen/current_link_gen", "pcie_generation/current"}, int_of());
+  out.gen_max = pick(link, {"pcie_gen/max_link_gen", "pcie_generation/max"}, int_of());
+  out.width_current = pick(link, {"link_widths/current_link_width", "link_width/current"}, int_of("x"));
+  out.width_max = pick(link, {"link_widths/max_link_width", "link_width/max"}, int_of("x"));
+  return out;
+}
+
+FabricInfo fabric_of(const NvsmiNode& g) {
+  FabricInfo out;
+  out.state = pick(&g, {"fabric/state"}, text_of());
+  out.status = pick(&g, {"fabric/status"}, text_of());
+  return out;
+}
+
 GpuInfo gpu_of(const NvsmiNode& g, int index) {
   GpuInfo gpu;
   gpu.index = index;
   read_identity(g, gpu);
+  gpu.pcie = pcie_of(g);
+  gpu.fabric = fabric_of(g);
   gpu.mig = mig_of(g);
   gpu.virtualization = virtualization_of(g);
   gpu.memory = memory_of(g.child("fb_memory_usage"));

@@ -24,9 +24,13 @@ namespace {
 //                 through stderr because a pipeline's status is sed's); after the pipeline has
 //                 finished, $e is printed as "e " lines, so stdout and stderr never interleave.
 //                 The extra echo ends a last stdout line that had no newline. Sets $r.
-//  The flow: whole query; -L (unless nvidia-smi is missing); if the whole query failed (exit other
-//  than 0 and 14 = infoROM warning), the indices from -L (else one per /dev/nvidiaN) and a query
-//  per index.
+//  K, kj, kd, kr  the kernel log's NVIDIA lines (NVRM: Xid and driver messages, SXid: NVSwitch),
+//                 the last 2,000, from the journal, dmesg with ISO times, or plain dmesg. The
+//                 window is the current boot; gpuctl keeps the lines within --since by their time.
+//  g              the GPU queries: whole query; -L (unless nvidia-smi is missing); NVLink status
+//                 when the whole query answered (exit 0, or 14 = infoROM warning); else the
+//                 indices from -L (else one per /dev/nvidiaN), a query per index, and the CSV
+//                 when no index answered in XML.
 constexpr std::string_view kScript =
     "P=@@gpuctl-probe-v1@@; export LC_ALL=C; PATH=\"$PATH:/usr/bin:/bin:/usr/sbin:/sbin\"; "
     "s() { n=$1; shift; echo \"$P begin $n\"; "
@@ -34,22 +38,56 @@ constexpr std::string_view kScript =
     "r=${e##*\"$P rc=\"}; e=${e%\"$P rc=\"*}; [ \"$r\" -ge 0 ] 2>/dev/null || r=255; "
     "[ -z \"$e\" ] || { printf \"%s\" \"$e\"; echo; } | sed \"s/^/e /\"; "
     "echo \"$P end $n rc=$r\"; return $r; }; "
-    "echo \"$P start\"; "
-    "s all nvidia-smi -q -x; a=$r; "
-    "if [ $a = 127 ]; then echo \"$P done\"; exit 0; fi; "
+    "K() { grep -e NVRM -e SXid | tail -n 2000; }; "
+    "kj() { journalctl -k -b -q --no-pager -o short-iso | K; }; "
+    "kd() { dmesg --time-format iso | K; }; "
+    "kr() { dmesg | K; }; "
+    "g() { s all nvidia-smi -q -x; a=$r; "
+    "if [ $a = 127 ]; then return 0; fi; "
     "s list nvidia-smi -L; "
-    "case $a in 0|14) echo \"$P done\"; exit 0;; esac; "
+    "case $a in 0|14) s nvlink nvidia-smi nvlink -s; return 0;; esac; "
     "I=$(nvidia-smi -L 2>/dev/null </dev/null | while read -r g i x; do [ \"$g\" = GPU ] && echo \"${i%:}\"; done); "
     "w=list; if [ -z \"$I\" ]; then w=dev; "
     "I=$(k=0; for f in /dev/nvidia[0-9]*; do [ -e \"$f\" ] && echo $k && k=$((k+1)); done); fi; "
     "[ -n \"$I\" ] || w=none; echo \"$P indices $w\" $I; "
-    "for i in $I; do s gpu-$i nvidia-smi -q -x -i $i; done; "
+    "k=0; for i in $I; do s gpu-$i nvidia-smi -q -x -i $i; case $r in 0|14) k=1;; esac; done; "
+    "[ $k = 1 ] || s csv nvidia-smi --query-gpu="
+    "index,uuid,name,pci.bus_id,driver_version,persistence_mode,memory.total,memory.used,utilization.gpu,"
+    "temperature.gpu,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,"
+    "retired_pages.pending,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max "
+    "--format=csv; return 0; }; "
+    "echo \"$P start\"; "
+    "w=none; if [ -n \"$(journalctl -k -b -q --no-pager -n 1 2>/dev/null </dev/null)\" ]; then w=journal; "
+    "elif dmesg --time-format iso >/dev/null 2>&1 </dev/null; then w=dmesg-iso; "
+    "elif dmesg >/dev/null 2>&1 </dev/null; then w=dmesg; fi; "
+    "echo \"$P kernel-source $w\"; "
+    "case $w in journal) s kernel kj;; dmesg-iso) s kernel kd;; *) s kernel kr;; esac; "
+    "echo \"$P clock $(date +%s) $(cut -d\" \" -f1 /proc/uptime 2>/dev/null)\"; "
+    "n=0; for f in /dev/nvidia-nvswitch[0-9]*; do [ -e \"$f\" ] && n=$((n+1)); done; "
+    "echo \"$P nvswitches $n\"; "
+    "[ $n = 0 ] || s fabricmanager pgrep -x nv-fabricmanager; "
+    "g; "
     "echo \"$P done\"";
 
 static_assert(kScript.find('\'') == std::string_view::npos, "the probe is wrapped in single quotes");
 static_assert(kScript.find('!') == std::string_view::npos, "csh history expansion");
 static_assert(kScript.find('\\') == std::string_view::npos, "fish and csh treat backslashes differently");
 static_assert(kScript.find('\n') == std::string_view::npos, "csh rejects newlines inside quotes");
+
+// "clock <unix seconds> <uptime seconds>": either may be missing on an odd node.
+void read_clock(std::string_view rest, ProbeTranscript& t) {
+  std::size_t sp = rest.find(' ');
+  std::string_view unix_text = rest.substr(0, sp);
+  std::int64_t unix_s = 0;
+  if (std::from_chars(unix_text.data(), unix_text.data() + unix_text.size(), unix_s).ec == std::errc{}) {
+    t.clock_unix_s = unix_s;
+  }
+  if (sp == std::string_view::npos) return;
+  std::string_view up = trim(rest.substr(sp + 1));
+  double uptime = 0;
+  auto [p, ec] = std::from_chars(up.data(), up.data() + up.size(), uptime);
+  if (ec == std::errc{} && p == up.data() + up.size() && uptime >= 0) t.uptime_s = uptime;
+}
 
 }  // namespace
 
@@ -110,6 +148,14 @@ ProbeTranscript parse_probe_transcript(std::string_view stdout_text) {
         } else {
           t.stray_lines.push_back(detail::one_line(line));
         }
+      } else if (ctl.starts_with("kernel-source ")) {
+        t.kernel_source = std::string(trim(ctl.substr(14)));
+      } else if (ctl.starts_with("clock ")) {
+        read_clock(trim(ctl.substr(6)), t);
+      } else if (ctl.starts_with("nvswitches ")) {
+        std::string_view num = trim(ctl.substr(11));
+        int v = 0;
+        if (std::from_chars(num.data(), num.data() + num.size(), v).ec == std::errc{} && v >= 0) t.nvswitches = v;
       } else if (ctl.substr(0, 8) == "indices ") {
         std::string_view rest = trim(ctl.substr(8));
         std::size_t sp = rest.find(' ');
@@ -157,6 +203,32 @@ void to_json(nlohmann::json& j, const FailedGpu& v) {
       {"failure", v.failure}};
 }
 
+void to_json(nlohmann::json& j, const NvlinkGpuStatus& v) {
+  j = nlohmann::json{{"index", v.index},
+                     {"uuid", v.uuid ? nlohmann::json(detail::sanitize(*v.uuid)) : nlohmann::json(nullptr)},
+                     {"activeLinks", v.active_links},
+                     {"inactiveLinks", v.inactive_links}};
+}
+
+void to_json(nlohmann::json& j, const NodeFacts& v) {
+  auto opt = [](const auto& o) { return o ? nlohmann::json(*o) : nlohmann::json(nullptr); };
+  // The newest events only: a node may hold thousands; diagnose quotes what matters per GPU.
+  constexpr std::size_t kEventsShown = 50;
+  nlohmann::json events = nlohmann::json::array();
+  std::size_t from = v.kernel_events.size() > kEventsShown ? v.kernel_events.size() - kEventsShown : 0;
+  for (std::size_t i = from; i < v.kernel_events.size(); ++i) events.push_back(v.kernel_events[i]);
+  j = nlohmann::json{
+      {"kernelLog",
+       {{"source", v.kernel_log_source.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.kernel_log_source)},
+        {"error", v.kernel_log_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(v.kernel_log_error)},
+        {"eventCount", v.kernel_events.size()},
+        {"events", events}}},
+      {"clockUnixSeconds", opt(v.clock_unix_s)},
+      {"nvswitches", opt(v.nvswitches)},
+      {"fabricManagerRunning", opt(v.fabric_manager_running)},
+      {"nvlinks", v.nvlinks ? nlohmann::json(*v.nvlinks) : nlohmann::json(nullptr)}};
+}
+
 void to_json(nlohmann::json& j, const NodeGpuReport& v) {
   nlohmann::json gpus = nlohmann::json::array();
   for (const auto& g : v.gpus) gpus.push_back(g);
@@ -180,6 +252,7 @@ void to_json(nlohmann::json& j, const NodeGpuReport& v) {
       {"warnings", warnings},
       {"truncated", v.truncated},
       {"enumeration", detail::sanitize(v.enumeration)},
+      {"node", v.facts},
   };
 }
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "gpu/probe_internal.hpp"
 #include "gpu/util.hpp"
 #include "gpuctl/gpu/nvidia_smi.hpp"
 
@@ -166,6 +167,8 @@ void sanitize_report(NodeGpuReport& report) {
   if (report.driver_version) report.driver_version = detail::sanitize(*report.driver_version);
   if (report.cuda_version) report.cuda_version = detail::sanitize(*report.cuda_version);
   for (auto& d : report.step_failures) sanitize_diagnosis(d);
+  report.facts.kernel_log_error = detail::sanitize(report.facts.kernel_log_error);
+  report.facts.kernel_log_source = detail::sanitize(report.facts.kernel_log_source);
   for (auto& f : report.failed_gpus) {
     if (f.pci_bus_id) f.pci_bus_id = detail::sanitize(*f.pci_bus_id);
     if (f.uuid) f.uuid = detail::sanitize(*f.uuid);
@@ -245,6 +248,25 @@ void take_whole_query(NodeGpuReport& report, NvidiaSmiLog& log, const GpuList& l
   }
 }
 
+// No GPU answered in XML (a build without XML support, a vGPU guest): the --query-gpu CSV, when it
+// answered, gives the GPUs with fewer fields; the XML failures of the GPUs it lists are dropped.
+void take_csv(NodeGpuReport& report, const ProbeIndex& lookup) {
+  const ProbeStep* csv = lookup.step("csv");
+  if (csv == nullptr || csv->exit_code != 0) return;
+  Result<std::vector<GpuInfo>> gpus = parse_query_gpu_csv(csv->stdout_text);
+  if (!gpus || gpus->empty()) return;
+  std::unordered_set<int> indices;
+  for (const GpuInfo& g : *gpus) indices.insert(g.index);
+  std::erase_if(report.failed_gpus, [&](const FailedGpu& f) { return indices.contains(f.index); });
+  report.enumeration = "csv";
+  report.driver_version = gpus->front().driver_version;
+  report.gpus = std::move(*gpus);
+  report.warnings.push_back(
+      fmt::format("nvidia-smi -q -x gave no GPU ({}); read from nvidia-smi --query-gpu instead (no clock reasons, row "
+                  "remapping or processes)",
+                  report.step_failures.empty() ? std::string("no XML") : report.step_failures.front().message));
+}
+
 // The whole query failed: the per-GPU fallback's steps, one per enumerated index.
 void take_per_gpu_queries(NodeGpuReport& report, const ProbeTranscript& t, const ProbeIndex& lookup,
                           const NvsmiDiagnosis& whole_failure) {
@@ -269,6 +291,7 @@ void take_per_gpu_queries(NodeGpuReport& report, const ProbeTranscript& t, const
       report.failed_gpus.push_back(failed_gpu(index, lookup, std::move(one.diagnosis)));
     }
   }
+  if (report.gpus.empty()) take_csv(report, lookup);
 }
 
 // No GPU answered: the whole query's verdict, unless a per-GPU one says more.
@@ -297,7 +320,7 @@ void conclude(NodeGpuReport& report, const XmlStep& whole) {
     report.status = ProbeStatus::ok;
     report.kind = NvsmiErrorKind::ok;
     report.message = fmt::format("{} GPU{} answered", report.gpus.size(), report.gpus.size() == 1 ? "" : "s");
-    if (!whole.log) {
+    if (!whole.log && report.enumeration != "csv") {
       report.warnings.push_back(
           fmt::format("the whole query failed ({}) but every GPU answered on its own", whole.diagnosis.message));
     }
@@ -347,6 +370,7 @@ NodeGpuReport read_probe_output(int exit_code, std::string_view stdout_text, std
   merge_gpu_lists(report.gpus, list);
   add_unlisted_failures(report, list, whole.diagnosis.ok() ? nullptr : &whole.diagnosis);
   conclude(report, whole);
+  report.facts = detail::read_node_facts(t);
 
   if (report.truncated && report.status != ProbeStatus::failed) {
     report.warnings.push_back("the probe output was cut off before the probe finished");

@@ -120,6 +120,22 @@ struct RemappedRows {
   Reported<bool> failure;  // remapping failed: the GPU needs service
 };
 
+// The GPU's PCIe link as negotiated now and at most. Idle GPUs lower the generation to save
+// power, so only a narrower width (or a lower generation under load) means a degraded link.
+struct PcieLink {
+  Reported<int> gen_current;
+  Reported<int> gen_max;  // the most the GPU and its slot can do together
+  Reported<int> width_current;
+  Reported<int> width_max;
+};
+
+// NVLink fabric registration (Hopper and newer on NVSwitch systems, R535+): "Completed" /
+// "Success" once Fabric Manager has set the GPU up; "N/A" elsewhere.
+struct FabricInfo {
+  Reported<std::string> state;   // "N/A", "Not Started", "In Progress", "Completed"
+  Reported<std::string> status;  // "N/A", "Success", or an error
+};
+
 struct GpuProcess {
   Reported<std::int64_t> pid;
   Reported<std::string> type;  // "C", "G", "C+G"
@@ -144,6 +160,8 @@ struct GpuInfo {
   Reported<int> minor_number;  // /dev/nvidiaN
   Reported<bool> persistence_mode_enabled;
   Reported<std::string> compute_mode;  // "Default", "Exclusive_Process", "Prohibited"
+  PcieLink pcie;
+  FabricInfo fabric;
   MigInfo mig;
   VirtualizationInfo virtualization;
   MemoryUsage memory;  // framebuffer

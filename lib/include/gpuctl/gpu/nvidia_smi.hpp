@@ -148,4 +148,17 @@ bool merge_gpu_list(GpuInfo& gpu, const GpuList& list);
 // merge_gpu_list for every GPU, in time linear in the GPUs and the list together.
 void merge_gpu_lists(std::vector<GpuInfo>& gpus, const GpuList& list);
 
+// --- `nvidia-smi nvlink -s` ---
+
+// One GPU's NVLinks as `nvidia-smi nvlink -s` lists them: "Link 3: 25 GB/s" is up,
+// "Link 3: <inactive>" is down. A GPU without NVLink has a header and no Link lines.
+struct NvlinkGpuStatus {
+  int index = -1;
+  Reported<std::string> uuid;
+  std::vector<int> active_links;
+  std::vector<int> inactive_links;
+};
+// Never fails: lines it does not understand are skipped. Accepts CRLF.
+std::vector<NvlinkGpuStatus> parse_nvlink_status(std::string_view text);
+
 }  // namespace gpuctl::gpu

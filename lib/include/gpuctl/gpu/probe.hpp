@@ -3,22 +3,37 @@
 // ssh, and the parser of what it prints. The script is a constant: no node name, label or cluster
 // data is ever spliced into it, so nothing a cluster says can change what runs on a node.
 //
-// What the script does, in one connection:
-//   1. `nvidia-smi -q -x` (step "all");
-//   2. unless nvidia-smi is missing, `nvidia-smi -L` (step "list": MIG profile names and UUIDs,
+// What the script does, in one connection (every part optional: a node without one still answers
+// the rest):
+//   1. the kernel log's NVIDIA lines of the current boot, the last 2,000 (step "kernel"):
+//      `journalctl -k -b -o short-iso` when the journal holds kernel messages, else
+//      `dmesg --time-format iso`, else plain `dmesg` (whose error is kept when it is refused);
+//      then the node's clock and uptime, which turn dmesg's seconds-since-boot into times;
+//   2. the NVSwitch device count, and on NVSwitch systems whether nv-fabricmanager runs (step
+//      "fabricmanager", `pgrep -x nv-fabricmanager`);
+//   3. `nvidia-smi -q -x` (step "all");
+//   4. unless nvidia-smi is missing, `nvidia-smi -L` (step "list": MIG profile names and UUIDs,
 //      and a cross-check of the GPU count);
-//   3. if step 1 failed (exit code other than 0 and 14, the infoROM warning), it enumerates the GPUs
-//      (indices from `nvidia-smi -L`, else one per /dev/nvidia[0-9]* node) and runs
-//      `nvidia-smi -q -x -i N` for each (steps "gpu-N"), so that one broken GPU, which makes the
-//      whole query fail, does not hide the healthy ones (gpustat#125, nvitop#45).
+//   5. if step 3 answered (exit 0 or 14, the infoROM warning), `nvidia-smi nvlink -s` (step
+//      "nvlink");
+//   6. otherwise it enumerates the GPUs (indices from `nvidia-smi -L`, else one per /dev/nvidia[0-9]*
+//      node) and runs `nvidia-smi -q -x -i N` for each (steps "gpu-N"), so that one broken GPU,
+//      which makes the whole query fail, does not hide the healthy ones (gpustat#125, nvitop#45);
+//   7. and when no GPU answered in XML either (builds without XML support), the `--query-gpu`
+//      CSV (step "csv").
+// The kernel log comes first: a hung nvidia-smi (a GPU off the bus) must not hide the Xid that
+// explains it.
 //
 // Output framing. Every line the script prints starts with one of:
 //   "@@gpuctl-probe-v1@@ "  a control line: "start", "begin <step>", "end <step> rc=<n>",
-//                           "indices <list|dev|none> <n>...", "done";
+//                           "indices <list|dev|none> <n>...", "kernel-source <journal|dmesg-iso|
+//                           dmesg|none>", "clock <unix seconds> <uptime seconds>",
+//                           "nvswitches <n>", "done";
 //   "o "                    one line of the current step's stdout;
 //   "e "                    one line of the current step's stderr (printed after its stdout).
 // A content line can therefore never be taken for a control line, whatever nvidia-smi prints.
 // A step's stderr is collected whole and printed after its stdout, so the two never interleave.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -27,8 +42,10 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "gpuctl/gpu/gpu_info.hpp"
+#include "gpuctl/gpu/nvidia_smi.hpp"
 #include "gpuctl/gpu/nvidia_smi_errors.hpp"
 #include "gpuctl/gpu/reported.hpp"
+#include "gpuctl/gpu/xid.hpp"
 
 namespace gpuctl::gpu {
 
@@ -60,6 +77,10 @@ struct ProbeTranscript {
   std::string indices_source;            // "list", "dev", "none", or empty when not printed
   std::vector<int> indices;              // the per-GPU fallback's indices
   std::vector<std::string> stray_lines;  // lines outside the framing (shell noise, motd, garbage)
+  std::string kernel_source;             // "journal", "dmesg-iso", "dmesg", "none"; empty: not said
+  std::optional<std::int64_t> clock_unix_s;
+  std::optional<double> uptime_s;
+  std::optional<int> nvswitches;
 };
 ProbeTranscript parse_probe_transcript(std::string_view stdout_text);
 
@@ -79,6 +100,21 @@ struct FailedGpu {
   NvsmiDiagnosis failure;
 };
 
+// What the probe read besides nvidia-smi's GPU queries.
+struct NodeFacts {
+  // The kernel log: where it came from ("journal", "dmesg-iso", "dmesg", "none"; empty when the
+  // probe did not read it), why it could not be read, and its NVIDIA events (unix times filled in
+  // from the node's clock for dmesg's seconds-since-boot).
+  std::string kernel_log_source;
+  std::string kernel_log_error;
+  std::vector<KernelLogEvent> kernel_events;
+  std::optional<std::int64_t> clock_unix_s;  // the node's clock when probed
+  std::optional<int> nvswitches;             // /dev/nvidia-nvswitchN nodes
+  // On NVSwitch systems: whether nv-fabricmanager runs (nullopt: not checked or unknown).
+  std::optional<bool> fabric_manager_running;
+  std::optional<std::vector<NvlinkGpuStatus>> nvlinks;  // absent when `nvidia-smi nvlink -s` did not answer
+};
+
 struct NodeGpuReport {
   ProbeStatus status = ProbeStatus::failed;
   // ok when status is ok; the node failure when failed; for partial, the first failed GPU's kind.
@@ -92,8 +128,10 @@ struct NodeGpuReport {
   std::vector<std::string> warnings;
   bool truncated = false;  // the output was cut off (caller's flag, or no "done" line)
   // How GPUs were found: "query" (the whole query worked), "list" (per index, indices from -L),
-  // "dev" (per index, counted /dev/nvidiaN), "none" (nothing to enumerate).
+  // "dev" (per index, counted /dev/nvidiaN), "csv" (the --query-gpu CSV: no XML), "none"
+  // (nothing to enumerate).
   std::string enumeration;
+  NodeFacts facts;
 };
 
 // "ok", "partial", or the NvsmiErrorKind name of a failed node.
@@ -108,6 +146,8 @@ NodeGpuReport parse_probe_output(int exit_code, std::string_view stdout_text, st
                                  bool truncated = false);
 
 void to_json(nlohmann::json& j, const FailedGpu& v);
+void to_json(nlohmann::json& j, const NvlinkGpuStatus& v);
+void to_json(nlohmann::json& j, const NodeFacts& v);
 void to_json(nlohmann::json& j, const NodeGpuReport& v);
 
 }  // namespace gpuctl::gpu
