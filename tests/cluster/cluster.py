@@ -4,7 +4,8 @@
 Runs a real etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (built from Go
 modules by build.sh, cached under ~/.cache/gpuctl-cp) on 127.0.0.1, creates kwok-managed GPU nodes
 from fleet files, and answers SSH for every node at the node's InternalIP with Debian's OpenSSH sshd,
-whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH. kwok also serves the
+whose ForceCommand puts a fake nvidia-smi (fake_nvidia_smi.py) first on PATH, set per node
+(sim_host.py). kwok also serves the
 nodes' kubelet port (container logs, sim_logs.py), reached at each node's InternalIP through
 kubelet_relay.py; sim_pods.py adds crash-looping and restarted containers.
 
@@ -12,6 +13,7 @@ kubelet_relay.py; sim_pods.py adds crash-looping and restarted containers.
     cluster.py down        --state-dir DIR
     cluster.py apply-fleet --state-dir DIR FILE
     cluster.py ssh-mode    --state-dir DIR NODE MODE [--gpu-index N]
+    cluster.py ssh-host    --state-dir DIR NODE [--set KEY=JSON ...] [--clear KEY ...]
     cluster.py cut|uncut   --state-dir DIR NODE
     cluster.py env         --state-dir DIR
     cluster.py restart-apiserver --state-dir DIR [--down-for SECONDS]
@@ -53,11 +55,14 @@ except ImportError:  # pragma: no cover - reported when used
 import sim_logs  # noqa: E402  (tests/cluster: container logs through the real pods/log path)
 import sim_pods  # noqa: E402  (tests/cluster: crash-looping and restarted containers)
 import sim_metrics  # noqa: E402  (tests/cluster: metrics.k8s.io from metrics-server, on request)
+import sim_host  # noqa: E402  (tests/cluster: a simulated host's settings beyond its mode)
+import fake_nvidia_smi  # noqa: E402  (tests/cluster: checks those settings against the host's capture)
 
 HERE = Path(__file__).resolve().parent
 KUBELET_RELAY = HERE / "kubelet_relay.py"
 BUILD_SH = HERE / "build.sh"
-FAKE_SMI = HERE / "fake_nvidia_smi.py"
+# What runs on the simulated hosts, copied into DIR/ssh: the fakes and the modules they import.
+HOST_TOOLS = ("fake_nvidia_smi.py", "sim_host.py", "sim_gpu.py")
 DEFAULT_FLEET = HERE / "default-fleet.yaml"
 
 K8S_VERSION = os.environ.get("K8S_VERSION", "v1.36.3")
@@ -71,7 +76,9 @@ CHAOS_LABEL = "pod-container-running-failed.stage.kwok.x-k8s.io"
 
 SSH_MODES = ("ok", "driver-not-loaded", "driver-mismatch", "gpu-lost", "gpu-unknown-error",
              "no-devices", "no-nvidia-smi", "permissions", "hang", "garbage", "inforom",
-             "hostkey-mismatch", "deep-xml")
+             "hostkey-mismatch", "deep-xml", "no-xml")
+# Modes that answer from the capture, so they need a fixture.
+FIXTURE_MODES = ("ok", "gpu-lost", "gpu-unknown-error", "garbage", "inforom", "deep-xml", "no-xml")
 SSHD_SHARD = 16          # OpenSSH's MAX_LISTEN_SOCKS: one sshd listens on at most 16 addresses
 CONTEXTS = ("admin", "viewer", "nobody", "token", "badtoken")
 PROC_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
@@ -308,7 +315,7 @@ NODE_KEYS = {"name", "namePrefix", "count", "startIndex", "cpu", "memory", "pods
              "gpus", "unhealthyGpus", "product", "labelScheme", "accelerator", "mig", "labels",
              "annotations", "taints", "unschedulable", "ssh", "cut", "ready", "overrides",
              "extraResources", "nodeInfo"}
-SSH_KEYS = {"fixture", "mode", "gpuIndex", "enabled", "nvmlLibraryVersion", "gpus", "keepUuids"}
+SSH_KEYS = {"fixture", "mode", "gpuIndex", "enabled", "nvmlLibraryVersion", "gpus", "keepUuids", *sim_host.SETTINGS}
 LABEL_SCHEMES = ("gfd", "gke", "accelerator", "none")
 
 
@@ -377,6 +384,11 @@ def normalise_spec(spec, source):
     elif gpus and ssh["enabled"] and ssh["mode"] not in ("no-nvidia-smi", "driver-not-loaded", "driver-mismatch",
                                                           "permissions", "no-devices", "hang"):
         raise ClusterError("%s: node %s has GPUs and ssh mode %s but no ssh.fixture" % (source, name, ssh["mode"]))
+    settings = {k: ssh[k] for k in sim_host.SETTINGS if k in ssh}
+    try:
+        ssh.update(checked_settings(settings, ssh.get("fixturePath"), ssh.get("gpus") or gpus or None))
+    except ClusterError as e:
+        raise ClusterError("%s: node %s: ssh.%s" % (source, name, e))
     spec["ssh"] = ssh
     scheme = spec.get("labelScheme", "gfd")
     if scheme not in LABEL_SCHEMES:
@@ -386,6 +398,14 @@ def normalise_spec(spec, source):
     spec["gpus"] = gpus
     spec["fixtureInfo"] = fixture_info(fx) if fx else None
     return spec
+
+
+def checked_settings(settings, fixture_path, gpus):
+    """A host's settings validated and tried on its capture (fake_nvidia_smi.check_settings)."""
+    try:
+        return fake_nvidia_smi.check_settings(settings, fixture_path, gpus)
+    except sim_host.SettingsError as e:
+        raise ClusterError(str(e))
 
 
 def node_object(spec, internal_ip):
@@ -824,6 +844,7 @@ class Cluster:
         with self.locked():
             if self.state and self.alive():
                 log("cluster in %s is already running; reusing it" % self.dir)
+                self.install_host_tools()
                 reused = True
             else:
                 reused = False
@@ -1178,12 +1199,7 @@ class Cluster:
         for key in ("ssh_host_ed25519_key", "wrong_host_ed25519_key", "id_ed25519"):
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpuctl-e2e-" + key, "-f", str(S / key)])
         shutil.copyfile(S / "id_ed25519.pub", S / "authorized_keys")
-        shutil.copyfile(FAKE_SMI, S / "fake_nvidia_smi.py")
-        write_file(S / "bin" / "nvidia-smi",
-                   "#!/bin/sh\nexec /usr/bin/python3 -S %s \"$@\"\n" % shlex.quote(str(S / "fake_nvidia_smi.py")), 0o755)
-        clean_path = ":".join(d for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
-                              if not os.path.exists(os.path.join(d, "nvidia-smi")))
-        write_file(S / "dispatch.sh", DISPATCH % {"ssh": shlex.quote(str(S)), "clean": shlex.quote(clean_path)}, 0o755)
+        self.install_host_tools()
         # With UsePAM no, OpenSSH refuses accounts whose password is locked ("!..."); PAM does not.
         pam = False
         try:
@@ -1199,6 +1215,18 @@ class Cluster:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)   # sshd's privilege separation directory
         self.write_ssh_client_files()
         log("ssh keys generated (%.1fs)" % (time.time() - t))
+
+    def install_host_tools(self):
+        """The fakes and the dispatcher into DIR/ssh (atomic writes: a running session never reads half
+        a file). Also on `up` of a running cluster, so it serves the fakes of this checkout."""
+        S = self.ssh_dir
+        for tool in HOST_TOOLS:
+            write_file(S / tool, (HERE / tool).read_text())
+        write_file(S / "bin" / "nvidia-smi",
+                   "#!/bin/sh\nexec /usr/bin/python3 -S %s \"$@\"\n" % shlex.quote(str(S / "fake_nvidia_smi.py")), 0o755)
+        clean_path = ":".join(d for d in ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
+                              if not os.path.exists(os.path.join(d, "nvidia-smi")))
+        write_file(S / "dispatch.sh", DISPATCH % {"ssh": shlex.quote(str(S)), "clean": shlex.quote(clean_path)}, 0o755)
 
     def sshd_supports(self, line):
         with tempfile.TemporaryDirectory() as td:
@@ -1312,7 +1340,8 @@ class Cluster:
         host = {"node": n["name"], "ip": a, "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
                 "fixture": n["ssh"].get("fixture_path"), "gpus": n["ssh"].get("gpus") or n["physical_gpus"] or None,
                 "mig": n.get("mig_devices") or None, "nvml_library_version": n["ssh"].get("nvml_library_version"),
-                "uuid_seed": None if n["ssh"].get("keep_uuids") else n["name"]}
+                "uuid_seed": None if n["ssh"].get("keep_uuids") else n["name"],
+                "settings": n["ssh"].get("settings") or {}}
         write_file(S / "hosts" / (a + ".json"), json.dumps(host, indent=1))
         marker = S / "hosts" / (a + ".no-nvidia-smi")
         if n["ssh"]["mode"] == "no-nvidia-smi":
@@ -1428,7 +1457,8 @@ class Cluster:
                     "ssh": {"enabled": bool(ssh["enabled"]), "mode": ssh["mode"], "gpu_index": int(ssh.get("gpuIndex", 0)),
                             "fixture": ssh.get("fixture"), "fixture_path": ssh.get("fixturePath"),
                             "gpus": ssh.get("gpus"), "nvml_library_version": ssh.get("nvmlLibraryVersion"),
-                            "keep_uuids": bool(ssh.get("keepUuids", False))},
+                            "keep_uuids": bool(ssh.get("keepUuids", False)),
+                            "settings": {k: ssh[k] for k in sim_host.SETTINGS if k in ssh}},
                 }
                 if spec.get("cut"):
                     n["internal_ip"] = self.cut_address_for(n)
@@ -1514,13 +1544,35 @@ class Cluster:
             n = self.node(name)
             if not n["ssh"]["enabled"]:
                 raise ClusterError("node %s has no SSH host (ssh.enabled: false)" % name)
-            if mode in ("ok", "gpu-lost", "gpu-unknown-error", "garbage", "inforom", "deep-xml") and not n["ssh"].get("fixture_path"):
+            if mode in FIXTURE_MODES and not n["ssh"].get("fixture_path"):
                 raise ClusterError("node %s has no nvidia-smi fixture, so mode %s cannot be simulated" % (name, mode))
             n["ssh"]["mode"] = mode
             if gpu_index is not None:
                 n["ssh"]["gpu_index"] = int(gpu_index)
             self.write_host_file(n)
             self.write_ssh_client_files()
+            self.save()
+        return n
+
+    def set_ssh_host(self, name, clear=(), **settings):
+        """Merges settings (sim_host.SETTINGS; a value None, or a key in `clear`, removes one) into the
+        node's simulated host; the next command on it sees them. Returns the node's entry."""
+        unknown = sorted(set(clear) - set(sim_host.SETTINGS))
+        if unknown:
+            raise ClusterError("cannot clear %s: unknown settings (known: %s)" % (unknown, ", ".join(sim_host.SETTINGS)))
+        with self.locked():
+            self.require_running()
+            n = self.node(name)
+            if not n["ssh"]["enabled"]:
+                raise ClusterError("node %s has no SSH host (ssh.enabled: false)" % name)
+            merged = {k: v for k, v in dict(n["ssh"].get("settings") or {}, **settings).items()
+                      if v is not None and k not in clear}
+            try:
+                n["ssh"]["settings"] = checked_settings(merged, n["ssh"].get("fixture_path"),
+                                                        n["ssh"].get("gpus") or n["physical_gpus"] or None)
+            except ClusterError as e:
+                raise ClusterError("node %s: %s" % (name, e))
+            self.write_host_file(n)
             self.save()
         return n
 
@@ -1857,7 +1909,8 @@ class Cluster:
                 "capacity": n.get("capacity"), "allocatable": n.get("allocatable"), "labels": n.get("labels"),
                 "mig_devices": n.get("mig_devices"),
                 "ssh": {"enabled": n["ssh"]["enabled"], "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
-                        "fixture": n["ssh"]["fixture"], "fixture_path": n["ssh"]["fixture_path"]},
+                        "fixture": n["ssh"]["fixture"], "fixture_path": n["ssh"]["fixture_path"],
+                        "settings": n["ssh"].get("settings") or {}},
             } for name, n in sorted(st["nodes"].items())},
         }
         write_file(self.cluster_json, json.dumps(data, indent=1, sort_keys=False))
@@ -1900,6 +1953,20 @@ exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """
 
 
+def parse_settings(pairs):
+    """`--set KEY=JSON` arguments -> {KEY: value}."""
+    out = {}
+    for pair in pairs:
+        key, eq, raw = pair.partition("=")
+        if not eq:
+            raise ClusterError("--set %s: want KEY=JSON" % pair)
+        try:
+            out[key] = json.loads(raw)
+        except ValueError as e:
+            raise ClusterError("--set %s: the value is not JSON (%s); strings need quotes: %s='\"...\"'" % (pair, e, key))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="cluster.py", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -1918,6 +1985,11 @@ def main(argv=None):
     p.add_argument("node")
     p.add_argument("mode", choices=SSH_MODES)
     p.add_argument("--gpu-index", type=int)
+    p = add("ssh-host", "set or clear a node's simulated-host settings (README: \"Host settings\")")
+    p.add_argument("node")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=JSON",
+                   help="a setting, its value in JSON (strings quoted: --set 'driverVersion=\"535.104.05\"')")
+    p.add_argument("--clear", action="append", default=[], metavar="KEY", help="remove a setting")
     p = add("cut", "cut a node off the network (its InternalIP moves into a network namespace; connects hang)")
     p.add_argument("node")
     p = add("uncut", "undo cut")
@@ -1957,6 +2029,9 @@ def main(argv=None):
         elif a.cmd == "ssh-mode":
             n = c.set_ssh_mode(a.node, a.mode, a.gpu_index)
             print("%s: ssh mode %s (gpu index %d)" % (n["name"], n["ssh"]["mode"], n["ssh"]["gpu_index"]))
+        elif a.cmd == "ssh-host":
+            n = c.set_ssh_host(a.node, clear=a.clear, **parse_settings(a.set))
+            print("%s: %s" % (n["name"], json.dumps(n["ssh"]["settings"], sort_keys=True)))
         elif a.cmd in ("cut", "uncut"):
             n = c.set_cut(a.node, a.cmd == "cut")
             print("%s: InternalIP %s (%s)" % (n["name"], n["internal_ip"], "cut off" if n["cut"] else "reachable"))

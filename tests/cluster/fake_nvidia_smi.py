@@ -5,27 +5,33 @@ sshd runs every command of a simulated node through tests/cluster's dispatcher, 
 wrapper for this script first on PATH.  The script finds the node it serves from the local
 address of the SSH connection (the dispatcher exports it as GPUCTL_SIM_HOST_IP, taken from
 $SSH_CONNECTION) and reads that node's host file, GPUCTL_SIM_STATE/ssh/hosts/<ip>.json, at every
-call, so `cluster.py ssh-mode` takes effect on the next command.
+call, so `cluster.py ssh-mode` and `ssh-host` take effect on the next command.
 
-It replays a real `nvidia-smi -q -x` capture (tests choose it in the fleet file) and reproduces
-real failure messages and exit codes (tests/fixtures/nvidia-smi-errors).  Like the real tool
-it writes its error messages to stdout.  Supported invocations:
+It replays a real `nvidia-smi -q -x` capture (tests choose it in the fleet file), with the host's
+settings written into it (sim_host.py, sim_gpu.py), and reproduces real failure messages and exit
+codes (tests/fixtures/nvidia-smi-errors).  Like the real tool it writes its error messages to
+stdout.  Supported invocations:
 
     nvidia-smi -q -x            [-i|--id ID[,ID...]]   (also --query --xml-format, --id=ID, -i=ID)
     nvidia-smi -L               [-i ID]                (also --list-gpus)
+    nvidia-smi --query-gpu=FIELD[,FIELD...] --format=csv[,noheader][,nounits]   [-i ID]
+    nvidia-smi nvlink -s        [-i ID]                (also --status)
 
-ID is a GPU index, a UUID or a PCI bus id.  Anything else answers like the real tool does for an
-invalid command line: "Invalid combination of input arguments..." and exit code 2.
+ID is a GPU index, a UUID or a PCI bus id; FIELD one of sim_gpu.CSV_FIELDS.  Anything else answers
+like the real tool does for an invalid command line: "Invalid combination of input arguments..."
+and exit code 2 (an unknown FIELD: `Field "x" is not a valid field to query.`, exit 2).
 
 Only the standard library is used, and it runs with `python3 -S` for a fast start.
 """
 import hashlib
-import json
 import os
 import re
 import select
 import sys
 import time
+
+import sim_gpu
+import sim_host
 
 MSG_INVALID = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help."
 MSG_DRIVER = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. "
@@ -42,58 +48,52 @@ RC_INFOROM, RC_GPU_LOST, RC_MISMATCH, RC_OTHER = 14, 15, 18, 255
 HANG_LIMIT_S = 3600
 
 
-class Usage(Exception):
-    pass
-
-
 def out(text):
     sys.stdout.write(text)
     sys.stdout.flush()
 
 
-def load_host():
-    state = os.environ.get("GPUCTL_SIM_STATE", "")
-    ip = os.environ.get("GPUCTL_SIM_HOST_IP", "")
-    if not ip:
-        conn = os.environ.get("SSH_CONNECTION", "").split()
-        ip = conn[2] if len(conn) >= 4 else ""
-    path = os.path.join(state, "ssh", "hosts", ip + ".json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except OSError as e:
-        sys.stderr.write("fake nvidia-smi: no simulated host for address %r (%s)\n" % (ip, e))
-        sys.exit(RC_OTHER)
-
-
 def parse_args(argv):
-    """Returns (action, ids) with action 'xml' or 'list'; raises Usage otherwise."""
+    """Returns (action, ids, query): action 'xml', 'list', 'csv' or 'nvlink', query the CSV's
+    (fields, header, units); raises sim_gpu.Usage otherwise."""
+    if argv[:1] == ["nvlink"]:
+        return sim_gpu.parse_nvlink(argv[1:])
     query = xml = listing = False
-    ids = None
+    ids = fields = fmt = None
     i = 0
     while i < len(argv):
         a = argv[i]
+        name, eq, val = a.partition("=")
         if a in ("-q", "--query"):
             query = True
         elif a in ("-x", "--xml-format"):
             xml = True
         elif a in ("-L", "--list-gpus"):
             listing = True
-        elif a in ("-i", "--id"):
-            if i + 1 >= len(argv):
-                raise Usage()
-            i += 1
-            ids = argv[i]
-        elif a.startswith("--id=") or a.startswith("-i="):
-            ids = a.split("=", 1)[1]
+        elif name in ("-i", "--id", "--query-gpu", "--format"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    raise sim_gpu.Usage()
+                i += 1
+                val = argv[i]
+            if name == "--query-gpu":
+                fields = val
+            elif name == "--format":
+                fmt = val
+            else:
+                ids = val
         else:
-            raise Usage()
+            raise sim_gpu.Usage()
         i += 1
+    if fields is not None and fmt is not None and not (query or xml or listing):
+        return "csv", ids, sim_gpu.parse_query(fields, fmt)
+    if fields is not None or fmt is not None:
+        raise sim_gpu.Usage()
     if listing and not query and not xml:
-        return "list", ids
+        return "list", ids, None
     if query and xml and not listing:
-        return "xml", ids
-    raise Usage()
+        return "xml", ids, None
+    raise sim_gpu.Usage()
 
 
 class Capture:
@@ -282,12 +282,58 @@ def deep_xml(xml, depth=100000):
     return xml[:at] + bomb + xml[at:] if at >= 0 else bomb
 
 
+def host_gpus(host):
+    """The capture (its header with the host's driver and CUDA versions) and the host's GPU blocks
+    with their overrides written in; SettingsError when the capture cannot take a setting."""
+    settings = host.get("settings") or {}
+    with open(host["fixture"], encoding="utf-8", errors="replace") as f:
+        cap = Capture(f.read())
+    cap.head = sim_gpu.apply_versions(cap.head, settings)
+    blocks = build_gpus(cap, host.get("gpus"), host.get("uuid_seed"))
+    sim_host.check_gpu_count(settings, len(blocks))
+    overrides = settings.get("gpuOverrides") or {}
+    for i, ov in sorted(overrides.items()):
+        try:
+            blocks[int(i)] = sim_gpu.apply_overrides(blocks[int(i)], ov)
+        except sim_host.SettingsError as e:
+            raise sim_host.SettingsError("gpuOverrides.%s.%s" % (i, e))
+    return cap, blocks
+
+
+def check_settings(settings, fixture, gpus):
+    """What cluster.py stores for a host: the settings validated (sim_host.validate) and tried on the
+    capture with the same edits as at every call, so a setting the capture cannot take (no such
+    element, a GPU it does not have) fails there, not at the next call. SettingsError names it."""
+    settings = sim_host.validate(settings)
+    need = sorted(set(settings) & set(sim_host.GPU_SETTINGS))
+    if need and not fixture:
+        raise sim_host.SettingsError("%s: the node has no ssh.fixture" % ", ".join(need))
+    if fixture:
+        host_gpus({"fixture": fixture, "gpus": gpus, "settings": settings})
+    return settings
+
+
+def gpu_text(action, host, cap, i, block, query):
+    """GPU i's part of the per-GPU answers (-L, --query-gpu, nvlink -s)."""
+    if action == "csv":
+        return sim_gpu.csv_row(query[0], i, block, cap.head, units=query[2]) + "\n"
+    if action == "nvlink":
+        return sim_gpu.nvlink_lines(i, block, host.get("settings") or {})
+    text = "GPU %d: %s (UUID: %s)\n" % (i, tag(block, "product_name"), tag(block, "uuid"))
+    for j, profile in enumerate(host.get("mig") or []):
+        text += "  MIG %-12sDevice %2d: (UUID: %s)\n" % (profile, j, mig_uuid(tag(block, "uuid"), j))
+    return text
+
+
 def main(argv):
-    host = load_host()
+    host = sim_host.load_host("nvidia-smi")
     mode = host.get("mode", "ok")
     try:
-        action, ids = parse_args(argv)
-    except Usage:
+        action, ids, query = parse_args(argv)
+    except sim_gpu.Usage as e:
+        out(str(e) or MSG_INVALID + "\n")
+        return RC_INVALID
+    if mode == "no-xml" and action == "xml":     # a build without XML output refuses -x
         out(MSG_INVALID + "\n")
         return RC_INVALID
 
@@ -309,13 +355,14 @@ def main(argv):
         out(MSG_NO_DEVICES + "\n")
         return RC_NOT_FOUND
 
-    fixture = host.get("fixture")
-    if not fixture:
+    if not host.get("fixture"):
         out(MSG_NO_DEVICES + "\n")
         return RC_NOT_FOUND
-    with open(fixture, encoding="utf-8", errors="replace") as f:
-        cap = Capture(f.read())
-    blocks = build_gpus(cap, host.get("gpus"), host.get("uuid_seed"))
+    try:
+        cap, blocks = host_gpus(host)
+    except sim_host.SettingsError as e:
+        sys.stderr.write("fake nvidia-smi: the host's settings do not fit its capture: %s\n" % e)
+        return RC_OTHER
     chosen = select_gpus(blocks, ids)
     if not chosen:
         out(MSG_NO_DEVICES + "\n")
@@ -326,18 +373,16 @@ def main(argv):
     unknown = mode == "gpu-unknown-error"
     lost_rc = RC_OTHER if unknown else RC_GPU_LOST
 
-    if action == "list":
+    if action != "xml":
         text, rc = "", 0
-        mig = host.get("mig") or []
+        if action == "csv" and query[1]:
+            text += sim_gpu.csv_header(query[0]) + "\n"
         for i in chosen:
-            b = blocks[i]
             if lost and i == bad:
-                text += lost_message(cap, b, unknown)
+                text += lost_message(cap, blocks[i], unknown)
                 rc = lost_rc
                 continue
-            text += "GPU %d: %s (UUID: %s)\n" % (i, tag(b, "product_name"), tag(b, "uuid"))
-            for j, profile in enumerate(mig):
-                text += "  MIG %-12sDevice %2d: (UUID: %s)\n" % (profile, j, mig_uuid(tag(b, "uuid"), j))
+            text += gpu_text(action, host, cap, i, blocks[i], query)
         if mode == "inforom" and bad in chosen:
             text += "WARNING: infoROM is corrupted at gpu %s\n" % short_bus(blocks[bad])
             rc = rc or RC_INFOROM

@@ -279,7 +279,7 @@ class Ssh(h.TestCase):
         self.assertRegex(lines[0], r"^GPU 0: Tesla T4 \(UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a\)$")
         r = h.ssh("smoke-t4-0", "nvidia-smi -q -x -i 7")
         self.assertEqual((r.rc, r.stdout), (6, "No devices were found\n"))
-        r = h.ssh("smoke-t4-0", "nvidia-smi --query-gpu=name --format=csv")
+        r = h.ssh("smoke-t4-0", "nvidia-smi --format=csv")      # --format without a --query-*
         self.assertEqual(r.rc, 2)
         self.assertIn("Invalid combination of input arguments", r.stdout)
 
