@@ -3,15 +3,17 @@
 A node's settings come from its fleet entry's `ssh:` block, `Cluster.set_ssh_host` or
 `cluster.py ssh-host`; `validate` checks them (each error names the setting) and cluster.py writes
 them into the host file, DIR/ssh/hosts/<ip>.json, which the fakes read at every call (`load_host`).
-What they become: sim_gpu.py (the fake nvidia-smi's XML, CSV and NVLink answers). Standard
-library only: the fakes run with `python3 -S`.
+What they become: sim_gpu.py (the fake nvidia-smi's XML, CSV and NVLink answers) and
+fake_kernel_log.py (journalctl, dmesg). Standard library only: the fakes run with `python3 -S`.
 """
 import json
 import os
 import re
 import sys
 
-SETTINGS = ("nvlinks", "nvlinkInactive", "gpuOverrides", "driverVersion", "cudaVersion")
+SETTINGS = ("nvlinks", "nvlinkInactive", "gpuOverrides", "driverVersion", "cudaVersion",
+            "kernelLog", "kernelLogSource")
+KERNEL_LOG_SOURCES = ("journal", "dmesg", "none")
 # The children of <clocks_event_reasons> (R535+) or <clocks_throttle_reasons>, without the prefix.
 REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
            "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
@@ -133,12 +135,35 @@ def _inactive(where, v):
     return out
 
 
+def _kernel_log(where, v):
+    if not isinstance(v, list):
+        raise SettingsError("%s: a list of {ago: seconds, line: text}, not %r" % (where, v))
+    for i, e in enumerate(v):
+        w = "%s[%d]" % (where, i)
+        if not isinstance(e, dict) or set(e) != {"ago", "line"}:
+            raise SettingsError("%s: {ago: seconds, line: text} (exactly these keys), not %r" % (w, e))
+        ago = e["ago"]
+        if isinstance(ago, bool) or not isinstance(ago, (int, float)) or not 0 <= ago <= 10 ** 9:
+            raise SettingsError("%s.ago: seconds before now (a number >= 0), not %r" % (w, ago))
+        if not isinstance(e["line"], str) or not e["line"] or re.search(r"[\n\r]", e["line"]):
+            raise SettingsError("%s.line: one line of text, not %r" % (w, e["line"]))
+    return v
+
+
+def _source(where, v):
+    if v not in KERNEL_LOG_SOURCES:
+        raise SettingsError("%s: one of %s, not %r" % (where, ", ".join(KERNEL_LOG_SOURCES), v))
+    return v
+
+
 VALIDATORS = {
     "nvlinks": lambda w, v: _int(w, v, 0, MAX_NVLINKS),
     "nvlinkInactive": _inactive,
     "gpuOverrides": _overrides,
     "driverVersion": _version,
     "cudaVersion": _version,
+    "kernelLog": _kernel_log,
+    "kernelLogSource": _source,
 }
 GPU_SETTINGS = ("nvlinks", "nvlinkInactive", "gpuOverrides", "driverVersion", "cudaVersion")
 

@@ -236,8 +236,8 @@ def ssh_mode(node, mode, gpu_index=None):
 
 
 def ssh_host(node, clear=(), **settings):
-    """Sets a simulated host's settings (nvlinks, gpuOverrides, ...: tests/cluster/README.md,
-    "Host settings"); a value None or a key in `clear` removes one. The next ssh command sees
+    """Sets a simulated host's settings (nvlinks, gpuOverrides, kernelLog, ...: tests/cluster/README.md,
+    "The fake nvidia-smi"); a value None or a key in `clear` removes one. The next ssh command sees
     them. Returns the node's state entry (its settings under ["ssh"]["settings"])."""
     return cluster().set_ssh_host(node, clear=clear, **settings)
 
