@@ -244,20 +244,38 @@ def select_gpus(blocks, ids):
     return chosen
 
 
+def session_pid():
+    """This SSH session's sshd process (the nearest ancestor named sshd or sshd-session): it exits
+    when the client goes away, also while the session's commands live on."""
+    pid = os.getppid()
+    while pid > 1:
+        try:
+            with open("/proc/%d/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            return None
+        if stat[stat.index("(") + 1:stat.rindex(")")].startswith("sshd"):
+            return pid
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+    return None
+
+
 def hang():
-    """Like a wedged driver: never answers.  Ends when the SSH client is gone (stdout closed), when
+    """Like a wedged driver: never answers.  Ends when the SSH client is gone (stdout closed, or the
+    session's sshd gone: stdout may be a pipe inside the client's command, `nvidia-smi | sed`), when
     the session is killed, or after HANG_LIMIT_S."""
     deadline = time.time() + HANG_LIMIT_S
     poller = select.poll()
     poller.register(1, select.POLLERR | select.POLLHUP)
     parent = os.getppid()
+    sshd = session_pid()
     while time.time() < deadline:
         try:
             if poller.poll(1000):
                 return RC_OTHER
         except InterruptedError:
             pass
-        if os.getppid() != parent:
+        if os.getppid() != parent or sshd and not os.path.exists("/proc/%d" % sshd):
             return RC_OTHER
     return RC_OTHER
 
