@@ -9,8 +9,10 @@
 #include "gpuctl/ops/diagnose/report_formats.hpp"
 #include "gpuctl/ops/diagnose/suppress.hpp"
 #include "gpuctl/output/table.hpp"
+#include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 #include "output_format.hpp"
+#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -30,6 +32,9 @@ struct DiagnoseOptions {
   std::string jobs_older_than = "24h";
   std::string device_plugin_selector;
   std::string suppress_file;
+  int gpu_memory_threshold = 90;
+  bool no_ssh = false;
+  SshFlags ssh;
   bool list_checks = false;
   bool no_headers = false;
   std::string output;
@@ -121,6 +126,7 @@ struct Validated {
   std::optional<dx::Severity> fail_on;
   std::vector<const dx::Check*> selected;
   dx::Settings settings;
+  SshRequest ssh;
 };
 
 Result<Validated> validate(const DiagnoseOptions& o) {
@@ -141,6 +147,11 @@ Result<Validated> validate(const DiagnoseOptions& o) {
   v.settings.restart_threshold = o.restart_threshold;
   v.settings.jobs_older_than = std::chrono::duration_cast<std::chrono::seconds>(*older);
   v.settings.device_plugin_selector = o.device_plugin_selector;
+  if (o.gpu_memory_threshold < 1 || o.gpu_memory_threshold > 100) {
+    return fail(Errc::invalid_argument, "--gpu-memory-threshold: a percentage from 1 to 100 (default 90)");
+  }
+  v.settings.gpu_memory_threshold_percent = o.gpu_memory_threshold;
+  GPUCTL_TRY_ASSIGN(v.ssh, validate_ssh_flags(o.ssh));
   bool for_machines = v.format == Format::junit || v.format == Format::prometheus;
   if (o.list_checks && for_machines) {
     return fail(Errc::invalid_argument,
@@ -159,11 +170,15 @@ void render(const DiagnoseOptions& o, AppContext& ctx, const dx::Report& report,
     case Format::prometheus: out << dx::to_prometheus(report, snapshot.now); return;
     case Format::table: break;
   }
-  std::size_t skipped = 0;
-  for (const auto& c : report.checks) skipped += c.status == dx::CheckStatus::skipped;
+  std::size_t skipped = 0;  // for a failure; those skipped on request (--no-ssh) are said apart
+  std::size_t ran = 0;
+  for (const auto& c : report.checks) {
+    skipped += c.status == dx::CheckStatus::skipped && !c.by_request;
+    ran += c.status != dx::CheckStatus::skipped;
+  }
   if (report.findings.empty()) {
     std::string not_run = skipped == 0 ? "" : fmt::format("; {} could not run", skipped);
-    ctx.streams().err << fmt::format("No problems found by {} check(s){}.\n", report.checks.size() - skipped, not_run);
+    ctx.streams().err << fmt::format("No problems found by {} check(s){}.\n", ran, not_run);
   } else {
     print_report(out, report, !o.no_headers, ctx.color());
     if (!o.no_headers && !report.suppressed.empty()) print_line(out, "");
@@ -188,22 +203,51 @@ Result<ExitCode> run_diagnose(const DiagnoseOptions& o, AppContext& ctx) {
     GPUCTL_TRY_ASSIGN(rules, dx::read_suppressions(o.suppress_file));
   }
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
-  dx::GatherOptions gather{dx::needed_sources(v.selected), o.selector,
-                           o.all_namespaces ? std::string() : ctx.globals().namespace_name, v.settings};
+  dx::GatherOptions gather{dx::needed_sources(v.selected),
+                           o.selector,
+                           o.all_namespaces ? std::string() : ctx.globals().namespace_name,
+                           v.settings,
+                           {}};
+  std::unique_ptr<ssh::Runner> runner;
+  if (!o.no_ssh && gather.sources.count(dx::Source::node_probes)) {
+    runner = ctx.ssh_runner(v.ssh.settings);
+    gather.probing = {runner.get(), "", v.ssh.address_rule, v.ssh.probe};
+  }
+  auto& err = ctx.streams().err;
+  const bool progress = ctx.streams().err_is_terminal && runner;
+  if (progress) {
+    gather.probing.probe.on_progress = [&err](std::size_t done, std::size_t total) {
+      err << fmt::format("\rreaching GPU nodes over ssh: {}/{}", done, total) << std::flush;
+    };
+  }
   // run
-  GPUCTL_TRY_ASSIGN(dx::Snapshot snapshot, dx::gather(*client, gather));
+  auto gathered = dx::gather(*client, gather);
+  if (progress) err << "\r\033[K" << std::flush;
+  GPUCTL_TRY_ASSIGN(dx::Snapshot snapshot, std::move(gathered));
   dx::Report report = dx::run_checks(snapshot, v.selected);
   for (const auto& warning : dx::apply_suppressions(report, snapshot, rules)) ctx.warn(warning);
   // Only what is left after suppression decides the exit code.
   bool found = false;
   bool skipped = false;
   for (const auto& f : report.findings) found = found || (v.fail_on && f.severity >= *v.fail_on);
+  std::vector<std::string> by_request;
   for (const auto& c : report.checks) {
     if (c.status != dx::CheckStatus::skipped) continue;
+    if (c.by_request) {  // asked for (--no-ssh): said once, and not a reason for exit 5
+      by_request.push_back(c.id);
+      continue;
+    }
     skipped = true;
     ctx.warn(fmt::format("check {} skipped: {}", c.id, c.skipped_because));
   }
+  if (!by_request.empty()) {
+    ctx.warn(
+        fmt::format("{} node-side check(s) skipped (--no-ssh): {}", by_request.size(), fmt::join(by_request, ",")));
+  }
   render(o, ctx, report, snapshot, v.format);
+  // Interrupted while probing: the report above covers what was reached; nodes not reached are
+  // not judged (and never called unreachable).
+  if (util::cancelled()) return interrupted_exit_code();
   return exit_code_for_diagnosis(found, skipped);
 }
 
@@ -216,6 +260,11 @@ void register_diagnose(CLI::App& app, AppContext& ctx) {
 findings worst first, each with its evidence and the commands to run. A list gpuctl may not read
 (RBAC) skips only the checks that need it, named on stderr. gpuctl diagnose --list-checks shows
 every check.
+
+Node side: the checks that need the node itself (driver-broken, xid-errors, ecc-errors, ...) run
+gpuctl's fixed probe over the system ssh on every GPU node, as gpuctl gpus does (same --ssh-*
+flags, --fanout at once, each killed at --ssh-timeout): nvidia-smi, the kernel log's NVIDIA lines,
+NVLink and Fabric Manager. --no-ssh skips them (listed as skipped, not counted for exit 5).
 
 Output: a table (default), -o json|yaml (kind DiagnoseReport), -o junit (one testsuite per check,
 one testcase per object, for CI) or -o prometheus (gauges for node_exporter's textfile collector:
@@ -243,6 +292,10 @@ Examples:
   # One pool, only the node checks, as JSON for a script
   gpuctl diagnose -l pool=a100 --check node-not-ready,gpu-unhealthy-devices -o json
 
+  # What the API shows only, without ssh; or the node side through a bastion as ubuntu
+  gpuctl diagnose --no-ssh
+  gpuctl diagnose --ssh-user ubuntu --ssh-option ProxyJump=bastion --since 6h
+
   # In CI: fail on warnings too, the report as JUnit, known problems set apart
   gpuctl diagnose --fail-on warning --suppress known-issues.yaml -o junit > diagnose.xml
 
@@ -264,6 +317,10 @@ Examples:
                   "jobs-not-cleaned: finished GPU Jobs older than this (default 24h)");
   cmd->add_option("--device-plugin-selector", o->device_plugin_selector,
                   "Label selector of the device plugin DaemonSets (default: NVIDIA's and the GPU Operator's names)");
+  cmd->add_option("--gpu-memory-threshold", o->gpu_memory_threshold,
+                  "gpu-memory-high: a GPU above this percentage of its memory (default 90)");
+  cmd->add_flag("--no-ssh", o->no_ssh, "Do not reach the nodes: skip the node-side checks (reported as skipped)");
+  add_ssh_flags(*cmd, o->ssh);
   cmd->add_flag("--list-checks", o->list_checks, "List the checks and exit");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no remedies (for scripts)");
   cmd->add_option("--suppress", o->suppress_file,

@@ -67,33 +67,36 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
           "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
   answer(cli, {h100_node("gpu-0", 8, 8)});
-  auto healthy = cli.run({"diagnose"});
+  auto healthy = cli.run({"diagnose", "--no-ssh"});
   INFO(healthy.err);
-  CHECK(healthy.exit_code == 0);
-  CHECK(healthy.err.find("No problems found by 22 check(s).") != std::string::npos);
+  CHECK(healthy.exit_code == 0);  // the node side skipped on request: not exit 5
+  CHECK(healthy.err.find("No problems found by 23 check(s).") != std::string::npos);
+  CHECK(healthy.err.find("13 node-side check(s) skipped (--no-ssh): node-unreachable,driver-broken,") !=
+        std::string::npos);
+  CHECK(cli.ssh().calls().empty());
 
   answer(cli, {h100_node("gpu-0", 8, 6)});
-  auto sick = cli.run({"diagnose"});
+  auto sick = cli.run({"diagnose", "--no-ssh"});
   CHECK(sick.exit_code == 4);
   CHECK(sick.out.find("gpu-0: 2 of 8 nvidia.com/gpu unhealthy (capacity 8, allocatable 6)") != std::string::npos);
   CHECK(sick.out.find("gpuctl gpus gpu-0") != std::string::npos);
 
   // The finding is an error: below --fail-on critical, and never with --fail-on never.
   answer(cli, {h100_node("gpu-0", 8, 6)});
-  CHECK(cli.run({"diagnose", "--fail-on", "critical"}).exit_code == 0);
+  CHECK(cli.run({"diagnose", "--no-ssh", "--fail-on", "critical"}).exit_code == 0);
 
   // pods forbidden: node-not-ready cannot run; nothing else is found.
   answer(cli, {h100_node("gpu-0", 8, 8)}, true);
-  auto partial = cli.run({"diagnose"});
+  auto partial = cli.run({"diagnose", "--no-ssh"});
   INFO(partial.err);
   CHECK(partial.exit_code == 5);
-  CHECK(partial.err.find("No problems found by 10 check(s); 12 could not run.") != std::string::npos);
+  CHECK(partial.err.find("No problems found by 11 check(s); 12 could not run.") != std::string::npos);
   CHECK(partial.err.find("check node-not-ready skipped: could not list pods: forbidden: pods is forbidden") !=
         std::string::npos);
 
   // Findings win over an incomplete run.
   answer(cli, {h100_node("gpu-0", 8, 6)}, true);
-  CHECK(cli.run({"diagnose"}).exit_code == 4);
+  CHECK(cli.run({"diagnose", "--no-ssh"}).exit_code == 4);
 }
 
 TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cli]") {
@@ -114,8 +117,9 @@ TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cl
   REQUIRE(listed.exit_code == 0);
   json checks = json::parse(listed.out);
   CHECK(checks["kind"] == "DiagnoseCheckList");
-  CHECK(checks["items"][0]["id"] == "node-not-ready");
-  CHECK(checks["items"][0]["needs"] == json::array({"nodes", "pods"}));
+  CHECK(checks["items"][0]["id"] == "node-unreachable");  // the node side first, in layer order
+  CHECK(checks["items"][0]["needs"] == json::array({"nodes", "the GPU nodes over ssh"}));
+  CHECK(checks["items"].size() == 36);
 
   auto unknown = cli.run({"diagnose", "--skip", "node-pressur"});
   CHECK(unknown.exit_code == 2);
@@ -127,7 +131,7 @@ TEST_CASE("gpuctl diagnose costs one read of each list, whatever the number of c
           "[diagnose][cli]") {
   gpuctl::testing::CliHarness cli;
   answer(cli, {h100_node("gpu-0", 8, 8)});
-  auto all = cli.run({"diagnose"});
+  auto all = cli.run({"diagnose", "--no-ssh"});
   INFO(all.err);
   REQUIRE(all.exit_code == 0);
   // 10 lists, /version, /apis, the plugin DaemonSet's pods and its one container's log.

@@ -187,6 +187,10 @@ gpuctl_diagnose_check_duration_seconds{check="node-pressure"} 0.000007
 gpuctl_diagnose_check_duration_seconds{check="device-plugin-missing"} 0.000000
 # HELP gpuctl_diagnose_node_layer_ok 1 while this layer of the GPU node and every layer below it pass, 0 from the node's first failing layer on (a finding of severity error or worse).
 # TYPE gpuctl_diagnose_node_layer_ok gauge
+gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="reachable"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="driver"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="gpus_present"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="gpu_errors"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="node"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="network"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="device_plugin"} 1
@@ -194,6 +198,10 @@ gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="gpus_registered"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="gpus_healthy"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="gpu_pods"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-0",layer="workload"} 0
+gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="reachable"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="driver"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="gpus_present"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="gpu_errors"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="node"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="network"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="device_plugin"} 0
@@ -201,6 +209,10 @@ gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="gpus_registered"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="gpus_healthy"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="gpu_pods"} 0
 gpuctl_diagnose_node_layer_ok{node="gpu-1",layer="workload"} 0
+gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="reachable"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="driver"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="gpus_present"} 1
+gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="gpu_errors"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="node"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="network"} 1
 gpuctl_diagnose_node_layer_ok{node="gpu-2",layer="device_plugin"} 1

@@ -56,7 +56,7 @@ TEST_CASE("diagnose::gather stops when the cluster refuses the credentials", "[d
 TEST_CASE("diagnose::needed_sources is the union of the selected checks' reads", "[diagnose]") {
   auto all = select_checks({});
   REQUIRE(all);
-  CHECK(needed_sources(*all).size() == 15);  // every source: each check adds its own, each read once
+  CHECK(needed_sources(*all).size() == 16);  // every source: each check adds its own, each read once
   // A derived read brings what it is read from: plugin logs need the plugin's pods and DaemonSets.
   auto logs = select_checks({{"device-plugin-log-errors"}, {}});
   REQUIRE(logs);

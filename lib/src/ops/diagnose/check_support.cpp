@@ -185,3 +185,70 @@ bool owned_by(const nlohmann::json& pod, std::string_view kind, std::string_view
 }
 
 }  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+const NodeProbe* probe_of(const Snapshot& snapshot, std::string_view node) {
+  auto it = snapshot.probes.find(node);
+  return it == snapshot.probes.end() ? nullptr : &it->second;
+}
+
+std::optional<bool> node_ready(const nlohmann::json& node) {
+  for (const auto& c : kube::node_conditions(node)) {
+    if (c.type == "Ready") return c.status == "True";
+  }
+  return std::nullopt;
+}
+
+std::string gpu_name(const gpu::GpuInfo& gpu) {
+  std::string name = gpu.index >= 0 ? fmt::format("GPU {}", gpu.index) : std::string("a GPU");
+  if (gpu.pci_bus_id) name += fmt::format(" ({})", *gpu.pci_bus_id);
+  return name;
+}
+
+Evidence probe_evidence(const std::string& node, std::string_view what, std::string text, std::string time) {
+  return {fmt::format("ssh {}: {}", node, what), std::move(text), std::move(time)};
+}
+
+std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> probed_nodes(const Snapshot& snapshot) {
+  std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> out;
+  for (const auto& node : snapshot.list(Source::nodes)) {
+    const NodeProbe* probe = probe_of(snapshot, kube::name_of(node));
+    if (probe != nullptr && probe->report) out.emplace_back(&node, probe);
+  }
+  return out;
+}
+
+namespace {
+
+std::optional<gpu::DriverVersion> labelled_driver(const nlohmann::json& node) {
+  for (const char* key : {"nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver.full"}) {
+    if (auto text = kube::label_of(node, key)) return gpu::parse_driver_version(*text);
+  }
+  auto major = kube::label_of(node, "nvidia.com/cuda.driver.major");
+  auto minor = kube::label_of(node, "nvidia.com/cuda.driver.minor");
+  if (!major || !minor) return std::nullopt;
+  std::string rev = kube::label_of(node, "nvidia.com/cuda.driver.rev").value_or("");
+  return gpu::parse_driver_version(rev.empty() ? *major + "." + *minor : *major + "." + *minor + "." + rev);
+}
+
+const gpu::NodeGpuReport* answered_report(const Snapshot& snapshot, std::string_view node) {
+  const NodeProbe* probe = probe_of(snapshot, node);
+  return probe != nullptr && probe->report && probe->report->driver_version ? &*probe->report : nullptr;
+}
+
+}  // namespace
+
+std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nlohmann::json& node) {
+  if (const gpu::NodeGpuReport* report = answered_report(snapshot, kube::name_of(node))) {
+    if (auto v = gpu::parse_driver_version(*report->driver_version)) return v;
+  }
+  return labelled_driver(node);
+}
+
+std::string driver_source(const Snapshot& snapshot, const std::string& node) {
+  if (answered_report(snapshot, node) != nullptr) return fmt::format("ssh {}: nvidia-smi driver_version", node);
+  return fmt::format("node {} label nvidia.com/cuda.driver-version.full", node);
+}
+
+}  // namespace gpuctl::ops::diagnose::support

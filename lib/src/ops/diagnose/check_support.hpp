@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -11,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpuctl/gpu/cuda_compat.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
 
@@ -85,5 +87,27 @@ bool is_device_plugin(const nlohmann::json& daemon_set, const nlohmann::json* se
 std::string selector_string(const nlohmann::json& daemon_set);
 // Is the pod owned by this controller (ownerReferences kind and name)?
 bool owned_by(const nlohmann::json& pod, std::string_view kind, std::string_view name);
+
+}  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+// --- The node side (Source::node_probes) ---
+
+// The node's probe, nullptr when it was not probed.
+const NodeProbe* probe_of(const Snapshot& snapshot, std::string_view node);
+// The node's ready condition: true, false (False or Unknown), nullopt when it has none.
+std::optional<bool> node_ready(const nlohmann::json& node);
+// "GPU 3 (00000000:3B:00.0)", the bus id when nvidia-smi gave one.
+std::string gpu_name(const gpu::GpuInfo& gpu);
+// Evidence quoted from what the probe read on a node: source "ssh gpu-7: <what>".
+Evidence probe_evidence(const std::string& node, std::string_view what, std::string text, std::string time = "");
+// The probe's answered GPU nodes with a report, in snapshot order of the node list: (node JSON,
+// probe). Nodes without a probe or whose probe gave no report are left out.
+std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> probed_nodes(const Snapshot& snapshot);
+// The node's driver: what the probe read, else GPU Feature Discovery's labels; nullopt when neither.
+std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nlohmann::json& node);
+// Where node_driver read it: "ssh gpu-7: nvidia-smi" or "node gpu-7 label ...".
+std::string driver_source(const Snapshot& snapshot, const std::string& node);
 
 }  // namespace gpuctl::ops::diagnose::support

@@ -1,6 +1,6 @@
 // driver-too-old-for-cuda: GPU pods whose container needs a newer CUDA than their node's driver
-// gives. The node's driver comes from GPU Feature Discovery's labels (nvidia.com/cuda.driver-
-// version.full); a node without them is not judged here (the node-side probe reads the driver).
+// gives. The node's driver is what the probe read over ssh, else GPU Feature Discovery's labels
+// (nvidia.com/cuda.driver-version.full); a node with neither is not judged.
 #include <fmt/format.h>
 
 #include "check_support.hpp"
@@ -16,17 +16,6 @@ using gpu::DriverVersion;
 using gpu::minimum_driver;
 using gpu::older;
 using gpu::parse_driver_version;
-
-std::optional<DriverVersion> node_driver(const json& node) {
-  for (const char* key : {"nvidia.com/cuda.driver-version.full", "nvidia.com/cuda.driver.full"}) {
-    if (auto text = kube::label_of(node, key)) return parse_driver_version(*text);
-  }
-  auto major = kube::label_of(node, "nvidia.com/cuda.driver.major");
-  auto minor = kube::label_of(node, "nvidia.com/cuda.driver.minor");
-  if (!major || !minor) return std::nullopt;
-  std::string rev = kube::label_of(node, "nvidia.com/cuda.driver.rev").value_or("");
-  return parse_driver_version(rev.empty() ? *major + "." + *minor : *major + "." + *minor + "." + rev);
-}
 
 // The CUDA the node's driver supports, as GFD labels it ("11.6"), "" when unlabelled.
 std::string node_cuda(const json& node) {
@@ -50,7 +39,7 @@ std::vector<Finding> check_driver_too_old_for_cuda(const Snapshot& snapshot) {
     auto found = nodes.find(node_name);
     if (found == nodes.end()) continue;
     const json* node = found->second;
-    auto driver = node_driver(*node);
+    auto driver = node_driver(snapshot, *node);
     if (!driver) continue;
     for (const auto& container : kube::array_field(field(pod, "spec"), "containers")) {
       auto need = cuda_needed_by(container);
@@ -67,8 +56,7 @@ std::vector<Finding> check_driver_too_old_for_cuda(const Snapshot& snapshot) {
                       need->cuda.minor, minimum->text));
       f.evidence.push_back(
           {fmt::format("pod {} container {}", pod_ref(pod), string_field(container, "name")), need->source, ""});
-      f.evidence.push_back(
-          {fmt::format("node {} label nvidia.com/cuda.driver-version.full", node_name), driver->text, ""});
+      f.evidence.push_back({driver_source(snapshot, node_name), driver->text, ""});
       f.remedy = {supports.empty() ? std::string("use an image built for the node's CUDA version")
                                    : fmt::format("use an image built for CUDA {} or older", supports),
                   fmt::format("upgrade {}'s driver to >= {}: gpuctl drain {} --ignore-daemonsets first", node_name,

@@ -29,6 +29,10 @@ std::optional<Severity> parse_severity(std::string_view text) {
 
 std::string_view to_string(Layer layer) {
   switch (layer) {
+    case Layer::reachable: return "reachable";
+    case Layer::driver: return "driver";
+    case Layer::gpus_present: return "GPUs present";
+    case Layer::gpu_errors: return "GPU errors";
     case Layer::node: return "node";
     case Layer::network: return "network";
     case Layer::device_plugin: return "device plugin";
@@ -57,6 +61,7 @@ std::string_view to_string(Source source) {
     case Source::job_logs: return "failed GPU pods' logs";
     case Source::server_version: return "the server's version";
     case Source::api_groups: return "API discovery";
+    case Source::node_probes: return "the GPU nodes over ssh";
   }
   return "unknown";
 }
@@ -74,148 +79,6 @@ const std::vector<nlohmann::json>& Snapshot::list(Source source) const {
   static const std::vector<nlohmann::json> empty;
   auto it = lists.find(source);
   return it == lists.end() ? empty : it->second;
-}
-
-const std::vector<Check>& checks() {
-  static const std::vector<Check> table = {
-      {"node-not-ready",
-       "GPU nodes NotReady or Unknown, and the GPU pods stranded there",
-       Layer::node,
-       {Source::nodes, Source::pods},
-       Severity::critical,
-       check_node_not_ready},
-      {"node-network-unavailable",
-       "GPU nodes whose network is not set up (NetworkUnavailable)",
-       Layer::network,
-       {Source::nodes},
-       Severity::error,
-       check_node_network_unavailable},
-      {"node-pressure",
-       "GPU nodes under memory, disk or PID pressure",
-       Layer::node,
-       {Source::nodes},
-       Severity::warning,
-       check_node_pressure},
-      {"device-plugin-missing",
-       "GPU-labelled nodes that advertise no nvidia.com/* resource",
-       Layer::gpus_registered,
-       {Source::nodes},
-       Severity::critical,
-       check_device_plugin_missing},
-      {"gpu-unhealthy-devices",
-       "GPUs the device plugin reports unhealthy (allocatable below capacity)",
-       Layer::gpus_healthy,
-       {Source::nodes},
-       Severity::error,
-       check_gpu_unhealthy_devices},
-      {"gpu-allocation-failed",
-       "GPU pods the kubelet refused at admission (the node cannot give out GPUs)",
-       Layer::gpu_pods,
-       {Source::pods, Source::events},
-       Severity::error,
-       check_gpu_allocation_failed},
-      {"gpu-pods-pending",
-       "GPU pods that cannot be scheduled, with the cause in numbers; GPU Jobs refused by quota",
-       Layer::workload,
-       {Source::nodes, Source::pods, Source::events},
-       Severity::error,
-       check_gpu_pods_pending,
-       {Source::pvcs}},
-      {"oom-killed",
-       "GPU pods' containers killed for exceeding their memory limit",
-       Layer::workload,
-       {Source::pods},
-       Severity::warning,
-       check_oom_killed},
-      {"restart-storm",
-       "GPU pods' containers restarting over and over (--restart-threshold)",
-       Layer::workload,
-       {Source::pods},
-       Severity::warning,
-       check_restart_storm},
-      {"pvc-unbound",
-       "Claims that do not bind (and why), and ReadWriteOnce claims of parallel GPU Jobs",
-       Layer::workload,
-       {Source::pvcs, Source::pvs, Source::storage_classes, Source::pods, Source::jobs},
-       Severity::error,
-       check_pvc_unbound,
-       {Source::events}},
-      {"volume-mount-failed",
-       "GPU pods stuck in ContainerCreating on a failed mount (NFS server, export, client, permissions)",
-       Layer::workload,
-       {Source::events, Source::pods},
-       Severity::error,
-       check_volume_mount_failed},
-      {"device-plugin-unhealthy",
-       "The device plugin DaemonSet: a pod on every GPU node, Ready, not restarting, one version",
-       Layer::device_plugin,
-       {Source::nodes, Source::daemon_sets, Source::plugin_pods},
-       Severity::critical,
-       check_device_plugin_unhealthy},
-      {"device-plugin-log-errors",
-       "Known failures in the device plugin pods' recent logs (registration, NVML, strategy)",
-       Layer::device_plugin,
-       {Source::plugin_logs},
-       Severity::error,
-       check_device_plugin_log_errors},
-      {"gpu-job-failed",
-       "Failed GPU Jobs and their GPU cause (termination message, last log lines)",
-       Layer::workload,
-       {Source::jobs, Source::pods},
-       Severity::error,
-       check_gpu_job_failed,
-       {Source::job_logs}},
-      {"jobs-not-cleaned",
-       "Finished GPU Jobs older than a day without ttlSecondsAfterFinished",
-       Layer::workload,
-       {Source::jobs},
-       Severity::info,
-       check_jobs_not_cleaned},
-      {"gpu-node-untainted",
-       "GPU nodes without their pool's NoSchedule taint; non-GPU pods on GPU nodes",
-       Layer::workload,
-       {Source::nodes, Source::pods},
-       Severity::warning,
-       check_gpu_node_untainted},
-      {"gpu-taint-untolerated",
-       "GPU pool taints no GPU workload tolerates (the pool idles)",
-       Layer::workload,
-       {Source::nodes, Source::pods, Source::jobs},
-       Severity::warning,
-       check_gpu_taint_untolerated},
-      {"quota-not-enforced",
-       "GPU quota keys Kubernetes never enforces (nvidia.com/gpu instead of requests.nvidia.com/gpu)",
-       Layer::workload,
-       {Source::quotas},
-       Severity::warning,
-       check_quota_not_enforced},
-      {"quota-exhausted",
-       "Namespaces at their GPU quota with work held back",
-       Layer::workload,
-       {Source::quotas, Source::pods, Source::events},
-       Severity::warning,
-       check_quota_exhausted,
-       {Source::limit_ranges, Source::jobs}},
-      {"kubelet-version-skew",
-       "GPU nodes' kubelets outside the API server's version skew; mixed versions in a pool",
-       Layer::node,
-       {Source::nodes, Source::server_version},
-       Severity::error,
-       check_kubelet_version_skew},
-      {"driver-too-old-for-cuda",
-       "GPU pods whose CUDA needs a newer driver than their node has (GPU Feature Discovery's labels)",
-       Layer::workload,
-       {Source::nodes, Source::pods},
-       Severity::error,
-       check_driver_too_old_for_cuda},
-      {"monitoring-missing",
-       "No metrics API (kubectl top fails), no DCGM exporter",
-       Layer::workload,
-       {Source::api_groups, Source::daemon_sets, Source::nodes},
-       Severity::info,
-       check_monitoring_missing},
-  };
-  return table;
 }
 
 const Check* find_check(std::string_view id) {
@@ -251,6 +114,9 @@ namespace {
 // Why `check` cannot run on `snapshot`: its first unreadable list; "" when all were read.
 std::string missing_list(const Check& check, const Snapshot& snapshot) {
   for (Source s : check.needs) {
+    if (auto it = snapshot.not_wanted.find(s); it != snapshot.not_wanted.end()) return it->second;
+  }
+  for (Source s : check.needs) {
     auto it = snapshot.unavailable.find(s);
     if (it != snapshot.unavailable.end()) return fmt::format("could not list {}: {}", to_string(s), it->second);
   }
@@ -265,6 +131,8 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
     CheckRun run{std::string(check->id), CheckStatus::pass, missing_list(*check, snapshot)};
     if (!run.skipped_because.empty()) {
       run.status = CheckStatus::skipped;
+      run.by_request = std::any_of(check->needs.begin(), check->needs.end(),
+                                   [&](Source s) { return snapshot.not_wanted.count(s) > 0; });
     } else {
       auto started = std::chrono::steady_clock::now();
       std::vector<Finding> found = check->run(snapshot);

@@ -43,7 +43,10 @@ json to_json(const Report& report) {
       item["severity"] = to_string(c->severity);
     }
     item["durationSeconds"] = static_cast<double>(run.duration.count()) / 1e6;
-    if (run.status == CheckStatus::skipped) item["skippedBecause"] = run.skipped_because;
+    if (run.status == CheckStatus::skipped) {
+      item["skippedBecause"] = run.skipped_because;
+      item["skippedByRequest"] = run.by_request;
+    }
     checks_run.push_back(std::move(item));
     passed += run.status == CheckStatus::pass;
     failed += run.status == CheckStatus::fail;

@@ -15,7 +15,9 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/projection.hpp"
+#include "gpuctl/ops/common/gpu_vocabulary.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -55,7 +57,7 @@ const kube::Projection& pod_fields() {
 // The lists read in the first, parallel step; the others are derived from them.
 bool is_list(Source s) {
   return s != Source::plugin_pods && s != Source::plugin_logs && s != Source::job_logs && s != Source::server_version &&
-         s != Source::api_groups;
+         s != Source::api_groups && s != Source::node_probes;
 }
 
 ListPlan plan_for(Source source, const GatherOptions& options) {
@@ -251,6 +253,29 @@ Result<void> read_derived(kube::Client& client, const GatherOptions& options, Sn
   return {};
 }
 
+// The GPU nodes of the snapshot probed over ssh, while the other lists are still being read.
+using Probing = std::future<Result<std::vector<NodeProbe>>>;
+Probing start_probing(const NodeProbing& probing, const std::vector<json>& nodes) {
+  std::vector<json> gpu_nodes;
+  for (const auto& n : nodes) {
+    if (is_gpu_node(n)) gpu_nodes.push_back(n);
+  }
+  return std::async(std::launch::async, [&probing, targets = probe_targets(gpu_nodes, probing.address_rule)] {
+    return probe_nodes(*probing.runner, targets, probing.probe);
+  });
+}
+
+void record_probes(Snapshot& snapshot, Result<std::vector<NodeProbe>> probed) {
+  if (!probed) {
+    snapshot.unavailable[Source::node_probes] = probed.error().message;
+    return;
+  }
+  for (auto& p : *probed) {
+    std::string name = p.node;
+    snapshot.probes.emplace(std::move(name), std::move(p));
+  }
+}
+
 }  // namespace
 
 std::set<Source> needed_sources(const std::vector<const Check*>& selected) {
@@ -266,6 +291,7 @@ std::set<Source> needed_sources(const std::vector<const Check*>& selected) {
     out.insert(Source::nodes);  // -l scopes the plugin pods to the nodes it selects
   }
   if (out.count(Source::job_logs)) out.insert(Source::pods);
+  if (out.count(Source::node_probes)) out.insert(Source::nodes);  // the nodes to probe
   return out;
 }
 
@@ -283,8 +309,12 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
   Snapshot snapshot;
   snapshot.now = std::chrono::system_clock::now();
   snapshot.settings = options.settings;
+  const bool probe = options.sources.count(Source::node_probes) > 0;
+  if (probe && options.probing.runner == nullptr)
+    snapshot.not_wanted[Source::node_probes] = options.probing.disabled_because;
+  std::optional<Probing> probing;
   std::optional<Error> fatal;
-  for (auto& [source, read] : reads) {
+  for (auto& [source, read] : reads) {  // nodes first (the lowest Source): the probe starts early
     Result<kube::ListResult> result = read.get();
     if (result) {
       snapshot.lists[source] =
@@ -294,9 +324,17 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
     } else {
       snapshot.unavailable[source] = result.error().message;
     }
+    if (source == Source::nodes && result && probe && options.probing.runner != nullptr) {
+      probing = start_probing(options.probing, snapshot.lists[Source::nodes]);
+    }
   }
+  if (probe && options.probing.runner != nullptr && !probing) {
+    snapshot.unavailable[Source::node_probes] = "could not list nodes";
+  }
+  Result<void> derived = fatal ? Result<void>{} : read_derived(client, options, snapshot);
+  if (probing) record_probes(snapshot, probing->get());  // waited for whatever happened above
   if (fatal) return fail(*fatal);
-  GPUCTL_TRY(read_derived(client, options, snapshot));
+  GPUCTL_TRY(derived);
   return snapshot;
 }
 

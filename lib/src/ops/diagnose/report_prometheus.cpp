@@ -116,6 +116,10 @@ std::string node_families(const Report& report) {
 
 std::string_view layer_label(Layer layer) {
   switch (layer) {
+    case Layer::reachable: return "reachable";
+    case Layer::driver: return "driver";
+    case Layer::gpus_present: return "gpus_present";
+    case Layer::gpu_errors: return "gpu_errors";
     case Layer::node: return "node";
     case Layer::network: return "network";
     case Layer::device_plugin: return "device_plugin";

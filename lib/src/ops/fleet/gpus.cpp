@@ -29,6 +29,13 @@ NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
   if (run.verdict.outcome != ssh::HostOutcome::ok) {
     probe.outcome = std::string(ssh::to_string(run.verdict.outcome));
     probe.message = run.verdict.message;
+    // Killed at the deadline after the probe started: the node was reached and something on it
+    // hung (nvidia-smi, usually); what it printed first (the kernel log) still counts.
+    if (run.verdict.outcome == ssh::HostOutcome::timed_out &&
+        gpu::parse_probe_transcript(run.process.stdout_text).started) {
+      probe.report =
+          gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, true);
+    }
     return probe;
   }
   gpu::NodeGpuReport report =
@@ -37,6 +44,21 @@ NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
   if (probe.outcome != "ok") probe.message = report.message;
   probe.report = std::move(report);
   return probe;
+}
+
+std::vector<ProbeTarget> probe_targets(const std::vector<json>& nodes, const ssh::AddressRule& rule) {
+  std::vector<ProbeTarget> targets;
+  for (const auto& n : nodes) {
+    ProbeTarget t{kube::name_of(n), "", ""};
+    auto address = ssh::node_ssh_address(n, rule);
+    if (address) {
+      t.address = *address;
+    } else {
+      t.address_error = address.error().message;
+    }
+    targets.push_back(std::move(t));
+  }
+  return targets;
 }
 
 Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
@@ -152,22 +174,6 @@ std::map<std::string, std::vector<GpuPod>> gpu_pods_by_node(const std::vector<js
   return pods_by_node;
 }
 
-// Where ssh reaches each node, or why it cannot (the probe reports that node as no_address).
-std::vector<ProbeTarget> probe_targets(const std::vector<json>& chosen, const GpuViewOptions& options) {
-  std::vector<ProbeTarget> targets;
-  for (const auto& n : chosen) {
-    ProbeTarget t{kube::name_of(n), "", ""};
-    auto address = ssh::node_ssh_address(n, options.address_rule);
-    if (address) {
-      t.address = *address;
-    } else {
-      t.address_error = address.error().message;
-    }
-    targets.push_back(std::move(t));
-  }
-  return targets;
-}
-
 // The nodes the view may show: the named ones (each read by its name when few are named, so
 // one node of a 5,000-node fleet costs one small answer), else every node the selector matches.
 // The inventory's fields are what the view and the ssh address rules read (labels, annotations
@@ -230,7 +236,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     return read;
   });
   if (first_answer.get()) return fail(pods_read.get().error());
-  auto probed = probe_nodes(runner, probe_targets(chosen, options), options.probe);
+  auto probed = probe_nodes(runner, probe_targets(chosen, options.address_rule), options.probe);
   GPUCTL_TRY_ASSIGN(ChosenPods pods, pods_read.get());
   GPUCTL_TRY(probed);
   std::vector<NodeProbe>& probes = *probed;

@@ -16,6 +16,8 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/gpu/xid.hpp"
+#include "gpuctl/ops/fleet/gpus.hpp"
 
 namespace gpuctl::kube {
 class Client;
@@ -29,15 +31,30 @@ std::string_view to_string(Severity severity);
 std::optional<Severity> parse_severity(std::string_view text);
 
 // The layers of a GPU node, in the order an admin rules them out: the first failing one is the
-// node's verdict ("gpu-7: first failing layer: device plugin").
-enum class Layer { node, network, device_plugin, gpus_registered, gpus_healthy, gpu_pods, workload };
+// node's verdict ("gpu-7: first failing layer: device plugin"). The node's own layers come first
+// (what ssh and nvidia-smi show: reachable, the driver loaded and answering, every GPU present,
+// no fatal Xid or ECC error), then what Kubernetes shows.
+enum class Layer {
+  reachable,
+  driver,
+  gpus_present,
+  gpu_errors,
+  node,
+  network,
+  device_plugin,
+  gpus_registered,
+  gpus_healthy,
+  gpu_pods,
+  workload
+};
 std::string_view to_string(Layer layer);
 
 // What the snapshot holds; a check names the ones it reads. Most are lists. plugin_pods are the
 // pods of the device plugin DaemonSets (read after daemon_sets, whatever -n says), plugin_logs
 // their recent logs and job_logs the last lines of failed GPU Jobs' pods (read after those), each
 // {namespace, pod, container, node, previous, text, error}; server_version is GET /version (one
-// item), api_groups the discovery document GET /apis (one item).
+// item), api_groups the discovery document GET /apis (one item). node_probes are the GPU nodes
+// probed over ssh (gpuctl gpus' probe), held in Snapshot::probes, not in a list.
 enum class Source {
   nodes,
   pods,
@@ -53,7 +70,8 @@ enum class Source {
   plugin_logs,
   job_logs,
   server_version,
-  api_groups
+  api_groups,
+  node_probes
 };
 std::string_view to_string(Source source);
 
@@ -89,6 +107,8 @@ struct Settings {
   // --device-plugin-selector: a label selector naming the device plugin DaemonSets; "" means the
   // names and labels NVIDIA's static manifest, Helm chart and GPU Operator use.
   std::string device_plugin_selector;
+  int gpu_memory_threshold_percent = 90;  // --gpu-memory-threshold: gpu-memory-high above this
+  gpu::XidPolicy xid;                     // the repeat rules of xid-errors
 };
 
 // One read of the cluster. `now` is when it was read, so ages in findings are reproducible.
@@ -96,7 +116,9 @@ struct Snapshot {
   std::chrono::system_clock::time_point now;
   Settings settings;
   std::map<Source, std::vector<nlohmann::json>> lists;
-  std::map<Source, std::string> unavailable;  // why a list could not be read ("forbidden: ...")
+  std::map<Source, std::string> unavailable;             // why a list could not be read ("forbidden: ...")
+  std::map<Source, std::string> not_wanted;              // what the caller chose not to read, and how ("--no-ssh")
+  std::map<std::string, NodeProbe, std::less<>> probes;  // Source::node_probes, by node name
 
   // The list, or an empty one when it was not read.
   const std::vector<nlohmann::json>& list(Source source) const;
@@ -182,14 +204,58 @@ std::vector<Finding> check_driver_too_old_for_cuda(const Snapshot& snapshot);
 // monitoring-missing (info): no metrics.k8s.io API, no DCGM exporter DaemonSet.
 std::vector<Finding> check_monitoring_missing(const Snapshot& snapshot);
 
+// Node side (issue 16): what ssh and the probe show (node_probes), joined with Kubernetes.
+//
+// node-unreachable (error): GPU nodes ssh cannot reach, classified and joined with Kubernetes:
+// NotReady and timing out is a node down or cut off; Ready and unreachable a management-network
+// or ssh configuration problem; NetworkUnavailable said explicitly.
+std::vector<Finding> check_node_unreachable(const Snapshot& snapshot);
+// driver-broken (critical when the node is Ready): nvidia-smi fails on the node or on some of its
+// GPUs (driver not loaded, library mismatch, GPU lost, no devices, permissions, hung), with the
+// message verbatim and the remedy for its kind.
+std::vector<Finding> check_driver_broken(const Snapshot& snapshot);
+// nvidia-smi-warnings (warning): what nvidia-smi warns about next to good data (infoROM corrupted).
+std::vector<Finding> check_nvidia_smi_warnings(const Snapshot& snapshot);
+// gpu-count-mismatch (error): GPUs nvidia-smi sees versus nvidia.com/gpu capacity versus GFD's
+// nvidia.com/gpu.count label.
+std::vector<Finding> check_gpu_count_mismatch(const Snapshot& snapshot);
+// driver-version-skew (warning): nodes whose driver differs from the most common one of their
+// product pool, with the fleet's versions and node counts (probe, else GFD labels).
+std::vector<Finding> check_driver_version_skew(const Snapshot& snapshot);
+// xid-errors (by NVIDIA's recommended action): Xid and SXid events of the kernel log within
+// --since, per GPU and NVSwitch, classified from the catalogue (gpu/xid.hpp).
+std::vector<Finding> check_xid_errors(const Snapshot& snapshot);
+// ecc-errors (error; critical for a failed row remap): uncorrectable ECC errors, retired pages or
+// remapped rows pending a reset, row remapping failures.
+std::vector<Finding> check_ecc_errors(const Snapshot& snapshot);
+// gpu-throttled (warning): hardware slowdown, thermal or power-brake clock events active, or the
+// temperature within 5 C of the slowdown point.
+std::vector<Finding> check_gpu_throttled(const Snapshot& snapshot);
+// gpu-memory-high (warning): GPUs above settings.gpu_memory_threshold_percent of their memory,
+// with the pods holding the node's GPUs.
+std::vector<Finding> check_gpu_memory_high(const Snapshot& snapshot);
+// gpu-idle-allocated (info): nodes whose pods hold more GPUs than are busy during the probe.
+std::vector<Finding> check_gpu_idle_allocated(const Snapshot& snapshot);
+// pcie-link-degraded (warning): a GPU's PCIe link narrower than its widest sibling's (and than it
+// can be), or a lower generation than it can do while busy.
+std::vector<Finding> check_pcie_link_degraded(const Snapshot& snapshot);
+// nvlink-down (error): inactive NVLinks on a node whose GPUs have NVLink.
+std::vector<Finding> check_nvlink_down(const Snapshot& snapshot);
+// fabric-manager-down (critical): an NVSwitch system without nv-fabricmanager, or GPUs whose
+// fabric registration has not completed: CUDA cannot start there.
+std::vector<Finding> check_fabric_manager_down(const Snapshot& snapshot);
+// persistence-mode-off (info): GPUs without persistence mode.
+std::vector<Finding> check_persistence_mode_off(const Snapshot& snapshot);
+
 enum class CheckStatus { pass, fail, skipped };
 std::string_view to_string(CheckStatus status);
 
 struct CheckRun {
   std::string id;
   CheckStatus status = CheckStatus::pass;
-  std::string skipped_because;  // the unavailable list and why
+  std::string skipped_because;  // the unavailable list and why, or the caller's choice ("--no-ssh")
   std::chrono::microseconds duration{0};
+  bool by_request = false;  // skipped because the caller asked (--no-ssh), not for a failure
 };
 
 // A GPU node's verdict: the first layer (in Layer order) with a finding of severity error or worse
@@ -242,11 +308,21 @@ nlohmann::json checks_to_json(const std::vector<const Check*>& listed);
 
 // What to read: the lists the selected checks need (needed_sources), nodes by `label_selector`
 // (-l), the namespaced lists of `namespace_name` ("" for every namespace).
+// How the GPU nodes are reached over ssh (Source::node_probes): the runner and the ssh flags `gpus`
+// takes. Without a runner the node-side checks are skipped with `disabled_because`.
+struct NodeProbing {
+  ssh::Runner* runner = nullptr;
+  std::string disabled_because = "--no-ssh";  // recorded in Snapshot::not_wanted
+  ssh::AddressRule address_rule;
+  ProbeOptions probe;
+};
+
 struct GatherOptions {
   std::set<Source> sources;
   std::string label_selector;
   std::string namespace_name;
   Settings settings;  // copied into the snapshot; `since` also bounds the events and logs read
+  NodeProbing probing{};
 };
 std::set<Source> needed_sources(const std::vector<const Check*>& selected);
 

@@ -33,8 +33,9 @@ struct NodeProbe {
   // host_key_mismatch, timed_out, ssh_missing, ssh_error, no_address), or an nvidia-smi
   // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...).
   std::string outcome;
-  std::string message;                       // one line; empty when ok
-  std::optional<gpu::NodeGpuReport> report;  // when ssh worked and the probe ran
+  std::string message;  // one line; empty when ok
+  // When ssh worked and the probe ran (also when it then hung: outcome timed_out, truncated).
+  std::optional<gpu::NodeGpuReport> report;
   int exit_code = -1;
   std::chrono::milliseconds duration{0};
   bool answered() const { return outcome == "ok" || outcome == "partial"; }
@@ -58,7 +59,11 @@ struct ProbeOptions {
 Result<std::vector<NodeProbe>> probe_nodes(ssh::Runner& runner, const std::vector<ProbeTarget>& targets,
                                            const ProbeOptions& options);
 
-// Reads one finished run of the probe into a NodeProbe. Pure.
+// Where ssh reaches each node (--ssh-host-from's rule), or why it cannot. Pure.
+std::vector<ProbeTarget> probe_targets(const std::vector<nlohmann::json>& nodes, const ssh::AddressRule& rule);
+
+// Reads one finished run of the probe into a NodeProbe. A run killed at its deadline after the
+// probe started keeps outcome timed_out and gets the report of what it printed. Pure.
 NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run);
 
 // Identical failures across nodes, grouped as `dshbak -c` groups identical output.
