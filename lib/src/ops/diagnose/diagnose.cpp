@@ -152,6 +152,27 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
   return report;
 }
 
+std::vector<Finding> critical_node_findings(const nlohmann::json& node, const NodeProbe& probe,
+                                            const Settings& settings) {
+  Snapshot snapshot;
+  snapshot.now = std::chrono::system_clock::now();
+  snapshot.settings = settings;
+  snapshot.lists[Source::nodes] = {node};
+  snapshot.probes.emplace(kube::name_of(node), probe);
+  std::vector<const Check*> own;
+  for (const auto& c : checks()) {
+    bool node_only = std::all_of(c.needs.begin(), c.needs.end(),
+                                 [](Source s) { return s == Source::nodes || s == Source::node_probes; });
+    bool probed = std::find(c.needs.begin(), c.needs.end(), Source::node_probes) != c.needs.end();
+    if (node_only && probed) own.push_back(&c);
+  }
+  std::vector<Finding> out;
+  for (auto& f : run_checks(snapshot, own).findings) {
+    if (f.severity == Severity::critical) out.push_back(std::move(f));
+  }
+  return out;
+}
+
 std::vector<NodeVerdict> node_verdicts(const Snapshot& snapshot, const std::vector<Finding>& findings) {
   std::vector<NodeVerdict> out;
   for (const auto& node : snapshot.list(Source::nodes)) {

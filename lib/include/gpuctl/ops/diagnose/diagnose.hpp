@@ -247,6 +247,14 @@ std::vector<Finding> check_fabric_manager_down(const Snapshot& snapshot);
 // persistence-mode-off (info): GPUs without persistence mode.
 std::vector<Finding> check_persistence_mode_off(const Snapshot& snapshot);
 
+// One node's own health, for acting on it (uncordon --verify, drain --rolling --verify,
+// diagnose --quarantine): the checks that read only the node and its probe (node-unreachable,
+// driver-broken, gpu-count-mismatch, xid-errors, ecc-errors, fabric-manager-down, ...) run over a
+// snapshot of this node alone; returns their findings of severity critical (what must keep a
+// node out of service), worst first. Pure.
+std::vector<Finding> critical_node_findings(const nlohmann::json& node, const NodeProbe& probe,
+                                            const Settings& settings);
+
 enum class CheckStatus { pass, fail, skipped };
 std::string_view to_string(CheckStatus status);
 
