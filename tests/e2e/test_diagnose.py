@@ -50,7 +50,7 @@ class DiagnoseTest(h.TestCase):
 
     def test_each_node_check_fires_on_its_node_and_not_on_the_healthy_one(self):
         def down_seen():
-            r = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "json")
+            r = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "json")
             found = self.findings_by_node(r.json) if r.rc in (0, 4) else {}
             return r if any(f["check"] == "node-not-ready" for f in found.get("dx-down-0", [])) else None
         r = h.wait_for(down_seen, 120, "diagnose to find dx-down-0 not ready")
@@ -89,11 +89,13 @@ class DiagnoseTest(h.TestCase):
         self.assertEqual(layers["dx-net-0"], "network")
         self.assertEqual(layers["dx-down-0"], "node")
         self.assertEqual(layers["dx-sick-0"], "GPUs healthy")
-        self.assertEqual(doc["summary"]["checksSkipped"], 0)
+        # Only the node side is skipped, as asked (--no-ssh; test_diagnose_nodes.py runs it).
+        self.assertEqual([c["id"] for c in doc["checks"] if c["status"] == "skipped" and not c["skippedByRequest"]], [])
+        self.assertEqual(doc["summary"]["checksSkipped"], 13)
         self.assertGreaterEqual(doc["summary"]["critical"], 2)
 
         # The table: worst first, then what to run.
-        rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR)
+        rc, out, err = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR)
         self.assertEqual(rc, 4, err)
         lines = out.splitlines()
         self.assertTrue(lines[0].startswith("SEVERITY"), out)
@@ -102,12 +104,14 @@ class DiagnoseTest(h.TestCase):
 
     def test_a_healthy_node_passes_every_check(self):
         # The test ground has no metrics-server, so monitoring-missing (info) says so; every other
-        # check has nothing to say about a Ready node with its plugin running and a running GPU pod.
-        args = ("diagnose", "-l", "kubernetes.io/hostname=dx-ok-0", "-n", self.healthy_ns)
+        # check of the API side has nothing to say about a Ready node with its plugin running and a
+        # running GPU pod (the node side's healthy node: test_diagnose_nodes.py).
+        args = ("diagnose", "--no-ssh", "-l", "kubernetes.io/hostname=dx-ok-0", "-n", self.healthy_ns)
         rc, out, err = h.gpuctl(*args, "--skip", "monitoring-missing", "--fail-on", "info")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(out, "")
-        self.assertIn("No problems found by 21 check(s).", err)
+        self.assertIn("No problems found by 22 check(s).", err)
+        self.assertIn("13 node-side check(s) skipped (--no-ssh)", err)
         r = h.gpuctl(*args, "-o", "json")
         self.assertEqual(r.rc, 0, r.stderr)
         self.assertEqual([f["summary"] for f in r.json["findings"]],
@@ -125,14 +129,15 @@ class DiagnoseTest(h.TestCase):
 
     def test_lists_it_may_not_read_skip_checks_and_refused_credentials_stop_it(self):
         # nobody may list nothing: every check is skipped, exit 5, each named.
-        rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR, context="nobody")
+        rc, out, err = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, context="nobody")
         self.assertEqual(rc, 5, err)
         self.assertIn("Warning: check node-not-ready skipped: could not list nodes: forbidden", err)
         # viewer may read what a namespace viewer reads (nodes, pods and their logs, events, jobs,
         # quotas, DaemonSets), not claims and volumes: only pvc-unbound is skipped, and the findings win.
-        r = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "json", context="viewer")
+        r = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "json", context="viewer")
         self.assertEqual(r.rc, 4, r.stderr)
-        self.assertEqual([c["id"] for c in r.json["checks"] if c["status"] == "skipped"], ["pvc-unbound"])
+        self.assertEqual([c["id"] for c in r.json["checks"] if c["status"] == "skipped" and not c["skippedByRequest"]],
+                         ["pvc-unbound"])
         self.assertIn("Warning: check pvc-unbound skipped: could not list persistentvolumeclaims: forbidden", r.stderr)
         rc, out, err = h.gpuctl("diagnose", context="badtoken")
         self.assertEqual(rc, 1, err)

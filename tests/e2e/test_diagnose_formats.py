@@ -102,7 +102,7 @@ class DiagnoseFormatsTest(h.TestCase):
 
     def test_junit_is_valid_for_ci_with_one_testcase_per_object(self):
         self.wait_for_down_node()
-        rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "junit")
+        rc, out, err = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "junit")
         self.assertIn(rc, (4, 5), err)
         root = self.validate_junit(out, "report.xml")
         self.assertEqual(root.tag, "testsuites")
@@ -130,7 +130,7 @@ class DiagnoseFormatsTest(h.TestCase):
         self.assertEqual(int(root.get("failures")), sum(int(s.get("failures")) for s in suites.values()))
 
         # nobody may list nothing: the checks are skipped, each a testcase saying why, still valid.
-        rc, out, err = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "junit", context="nobody")
+        rc, out, err = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "junit", context="nobody")
         self.assertEqual(rc, 5, err)
         root = self.validate_junit(out, "nobody.xml")
         (case,) = root.findall("testsuite[@name='node-not-ready']/testcase")
@@ -138,11 +138,11 @@ class DiagnoseFormatsTest(h.TestCase):
 
     def test_prometheus_parses_and_agrees_with_the_json_report(self):
         self.wait_for_down_node()
-        r = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "prometheus")
+        r = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "prometheus")
         self.assertIn(r.rc, (4, 5), r.stderr)
         families = self.parse_prometheus(r.stdout)
         self.assertEqual(sorted(families), sorted(FAMILIES))
-        doc = h.gpuctl("diagnose", "-l", SELECTOR, "-o", "json").json
+        doc = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "json").json
 
         layer_ok = {(s.labels["node"], s.labels["layer"]): s.value
                     for s in families["gpuctl_diagnose_node_layer_ok"].samples}

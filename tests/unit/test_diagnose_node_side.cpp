@@ -342,6 +342,18 @@ TEST_CASE("pcie-link-degraded, nvlink-down, fabric-manager-down", "[diagnose][no
   CHECK(pcie[0].node == "narrow-0");
   CHECK(contains(pcie[0].summary, "GPU 1 (00000000:02:00.0) of narrow-0: PCIe link degraded (x4 of x16)"));
 
+  // A lower generation counts only under load: the V100 at 91% trained down to gen 1 is slow.
+  const std::string v100 = fixture("nvidia-smi-xml/datakit__tesla-v100-pcie-32gb__460.39__v11.xml");
+  std::string slow = replaced(v100, "<current_link_gen>3</current_link_gen>", "<current_link_gen>1</current_link_gen>");
+  REQUIRE(slow != v100);
+  Snapshot v = with_probes({ready_node("v100-0", 1), ready_node("v100-1", 1)},
+                           {probe_of("v100-0", transcript(probe_step("all", v100, "", 0))),
+                            probe_of("v100-1", transcript(probe_step("all", slow, "", 0)))});
+  auto loaded = check_pcie_link_degraded(v);
+  REQUIRE(loaded.size() == 1);
+  CHECK(loaded[0].node == "v100-1");
+  CHECK(contains(loaded[0].summary, "(gen 1 of 3 at 91% load)"));
+
   auto nv = check_nvlink_down(s);
   REQUIRE(nv.size() == 4);  // the V100 capture: GPUs 3, 4, 5 and 6 have inactive links
   for (const auto& f : nv) CHECK(f.node == "links-0");
@@ -376,8 +388,13 @@ TEST_CASE("nvidia-smi-warnings: an infoROM warning is a finding, not ok", "[diag
   std::string xml = fixture(kXml2070);
   std::string warned = transcript(cat(probe_step("all", xml, "WARNING: infoROM is corrupted at gpu 0000:01:00.0", 14),
                                       probe_step("list", kList2070, "", 0)));
-  Snapshot s = with_probes({ready_node("rom-0", 2), ready_node("ok-0", 2)},
-                           {probe_of("rom-0", warned), probe_of("ok-0", healthy_2070())});
+  // gpus' outcome says so too (the README's inforom_corrupted), and the GPUs still count as answered.
+  NodeProbe rom = probe_of("rom-0", warned);
+  CHECK(rom.outcome == "inforom_corrupted");
+  CHECK(rom.message == "GPU 0: WARNING: infoROM is corrupted at gpu 0000:01:00.0");
+  CHECK(rom.answered());
+  CHECK(rom.report->gpus.size() == 2);
+  Snapshot s = with_probes({ready_node("rom-0", 2), ready_node("ok-0", 2)}, {rom, probe_of("ok-0", healthy_2070())});
   auto found = check_nvidia_smi_warnings(s);
   REQUIRE(found.size() == 1);
   CHECK(found[0].node == "rom-0");

@@ -70,7 +70,7 @@ const std::vector<Check>& checks() {
        Severity::info,
        check_gpu_idle_allocated},
       {"pcie-link-degraded",
-       "GPUs whose PCIe link runs narrower than it can (or slower while busy)",
+       "GPUs whose PCIe link runs narrower than it can (or a lower generation under load)",
        Layer::gpus_healthy,
        {Source::nodes, Source::node_probes},
        Severity::warning,

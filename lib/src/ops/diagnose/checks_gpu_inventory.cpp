@@ -37,12 +37,15 @@ bool any_mig(const gpu::NodeGpuReport& report) {
                      [](const gpu::GpuInfo& g) { return g.mig.current_enabled && *g.mig.current_enabled; });
 }
 
-// The pool a node belongs to for driver comparisons: its GPU product.
+// The pool a node belongs to for driver comparisons: its GPU product, as GFD labels it ("NVIDIA-
+// A10G"), so that a node known by its probe and one known by its labels meet in one pool.
 std::string pool_of(const json& node, const NodeProbe* probe) {
+  std::string product = gpu_product_of(node).first;
   if (probe != nullptr && probe->report && !probe->report->gpus.empty() && probe->report->gpus[0].product_name) {
-    return *probe->report->gpus[0].product_name;
+    product = *probe->report->gpus[0].product_name;
   }
-  return gpu_product_of(node).first;
+  std::replace(product.begin(), product.end(), ' ', '-');
+  return product;
 }
 
 struct PoolDrivers {

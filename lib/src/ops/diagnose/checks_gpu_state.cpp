@@ -25,7 +25,12 @@ std::optional<int> degrees_to_slowdown(const gpu::Temperature& t) {
   return std::nullopt;
 }
 
+// In use: computing, or holding a process (a job between steps).
 bool busy(const gpu::GpuInfo& g) { return g.utilization.gpu_percent.value_or(0) > 0 || !g.processes.empty(); }
+// Working hard enough that its PCIe link should have trained up: a GPU holding a process at 0%
+// still runs gen 1 (the real captures show it), so a process alone does not count.
+constexpr int kLoadedPercent = 30;
+bool loaded(const gpu::GpuInfo& g) { return g.utilization.gpu_percent.value_or(0) >= kLoadedPercent; }
 
 // The non-terminal GPU pods per node and the GPUs they hold.
 struct NodePods {
@@ -153,12 +158,15 @@ std::vector<Finding> check_pcie_link_degraded(const Snapshot& snapshot) {
       const auto& p = gpu.pcie;
       const bool narrow = p.width_current && p.width_max && *p.width_current < *p.width_max && gpus.size() > 1 &&
                           *p.width_current < widest;
-      // An idle GPU trains its link down to save power; slower while busy is the fault.
-      const bool slow = p.gen_current && p.gen_max && *p.gen_current < *p.gen_max && busy(gpu);
+      // An idle GPU trains its link down to save power; slower under load is the fault.
+      const bool slow = p.gen_current && p.gen_max && *p.gen_current < *p.gen_max && loaded(gpu);
       if (!narrow && !slow) continue;
       std::vector<std::string> why;
       if (narrow) why.push_back(fmt::format("x{} of x{}", *p.width_current, *p.width_max));
-      if (slow) why.push_back(fmt::format("gen {} of {} while busy", *p.gen_current, *p.gen_max));
+      if (slow) {
+        why.push_back(fmt::format("gen {} of {} at {}% load", *p.gen_current, *p.gen_max,
+                                  gpu.utilization.gpu_percent.value_or(0)));
+      }
       Finding f = node_finding("pcie-link-degraded", Severity::warning, name,
                                fmt::format("{} of {}: PCIe link degraded ({}): host transfers are slower",
                                            gpu_name(gpu), name, joined(why)));

@@ -1,5 +1,5 @@
 // Rolling maintenance: K nodes out at a time, each drained, its maintenance command run, waited
-// for until Ready and uncordoned before the next one goes out.
+// for until Ready, verified (--verify) and uncordoned before the next one goes out.
 #include <algorithm>
 #include <atomic>
 #include <sstream>
@@ -13,6 +13,7 @@
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/parallel.hpp"
 #include "gpuctl/util/process.hpp"
+#include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops {
 
@@ -27,6 +28,44 @@ using drain_detail::stop_requested;
 
 void rolling_progress(const RollingOptions& o, const std::string& node, const std::string& message) {
   if (o.drain.on_progress) o.drain.on_progress({node, message, 0});
+}
+
+// Uncordons the node, verified first when asked (a node that does not pass stays cordoned, saying
+// why). Returns the failure; "" when the node is back in service.
+std::string back_in_service(kube::Client& client, const std::string& node, const RollingOptions& o, RollingResult& r) {
+  NodeVerification v{node, VerifyResult::passed, "", {}, ""};
+  if (o.verify) {
+    rolling_progress(o, node, "verifying its GPUs over ssh");
+    auto current = client.get(kube::paths::node(node));
+    if (!current) {
+      r.uncordon = "failed: " + current.error().message;
+      return "uncordon " + r.uncordon;
+    }
+    auto verdicts = o.verify({*current});
+    v = verdicts.empty() ? NodeVerification{node, VerifyResult::unverified, "no verdict", {}, ""} : verdicts.front();
+    r.verify = std::string(to_string(v.result));
+    rolling_progress(o, node, v.reason.empty() ? "verify: " + r.verify : "verify: " + r.verify + ": " + v.reason);
+  }
+  CordonRequest record = o.drain.cordon;  // who, for a failed verification's reason
+  record.at = util::format_rfc3339(std::chrono::system_clock::now());
+  auto change = apply_node_edit(
+      client, std::string_view(node), [&](const json& n) { return plan_verified_uncordon(n, v, record); }, {});
+  const std::string error = change.error ? change.error->message : change.summary;
+  if (v.result == VerifyResult::unverified) {
+    return fmt::format("not uncordoned: could not verify it: {}; it stays cordoned", v.reason);
+  }
+  if (v.result == VerifyResult::failed) {
+    return change.outcome == ChangeOutcome::failed
+               ? fmt::format("not uncordoned: {}; recording why failed: {}", v.reason, error)
+               : fmt::format("not uncordoned: {}; it stays cordoned with that reason", v.reason);
+  }
+  if (change.outcome == ChangeOutcome::failed) {
+    r.uncordon = "failed: " + error;
+    return "uncordon " + r.uncordon;
+  }
+  r.uncordon = "uncordoned";
+  rolling_progress(o, node, "uncordoned");
+  return "";
 }
 
 void maintain(kube::Client& client, const std::string& node, const RollingOptions& o, RollingResult& r) {
@@ -78,16 +117,7 @@ void maintain(kube::Client& client, const std::string& node, const RollingOption
   }
   if (o.uncordon) {
     if (stop_requested(o.drain)) return interrupted(r.uncordon, "before the uncordon");
-    CordonRequest request;
-    request.cordon = false;
-    auto change =
-        apply_node_edit(client, std::string_view(node), [&](const json& n) { return plan_cordon(n, request); }, {});
-    if (change.outcome == ChangeOutcome::failed) {
-      r.uncordon = "failed: " + (change.error ? change.error->message : change.summary);
-      return fail_with("uncordon " + r.uncordon);
-    }
-    r.uncordon = "uncordoned";
-    rolling_progress(o, node, "uncordoned");
+    if (auto failure = back_in_service(client, node, o, r); !failure.empty()) return fail_with(std::move(failure));
   }
   r.ok = true;
 }

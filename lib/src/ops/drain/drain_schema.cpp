@@ -45,6 +45,7 @@ json to_json(const std::vector<RollingResult>& results) {
     j["rollingResult"] = std::string(rolling_result(r));
     j["exec"] = r.exec;
     j["ready"] = r.ready;
+    j["verify"] = r.verify;
     j["uncordon"] = r.uncordon;
     items.push_back(std::move(j));
   }

@@ -42,6 +42,18 @@ NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
       gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, run.truncated);
   probe.outcome = gpu::node_classification(report);
   if (probe.outcome != "ok") probe.message = report.message;
+  // Every GPU answered, but nvidia-smi warned (exit 14): the node is not "ok", it answered with a
+  // GPU whose infoROM is corrupted (the README's outcome; diagnose's nvidia-smi-warnings check).
+  if (probe.outcome == "ok") {
+    for (const auto& g : report.gpus) {
+      for (const auto& w : g.warnings) {
+        if (probe.outcome == "ok" && w.find("infoROM") != std::string::npos) {
+          probe.outcome = std::string(gpu::to_string(gpu::NvsmiErrorKind::inforom_corrupted));
+          probe.message = fmt::format("GPU {}: {}", g.index, w);
+        }
+      }
+    }
+  }
   probe.report = std::move(report);
   return probe;
 }

@@ -118,6 +118,17 @@ Result<NodeEdit> plan_cordon(const json& node, const CordonRequest& request) {
   const auto by = kube::annotation_of(node, kCordonByAnnotation);
   const auto at = kube::annotation_of(node, kCordonAtAnnotation);
   if (request.cordon) {
+    if (unschedulable && request.replace_record && !request.reason.empty() && reason != request.reason) {
+      // Asked to say why the node stays out (a failed --verify): the new record replaces the old.
+      json annotations = {{std::string(kCordonReasonAnnotation), request.reason}};
+      if (!request.by.empty()) annotations[std::string(kCordonByAnnotation)] = request.by;
+      if (!request.at.empty()) annotations[std::string(kCordonAtAnnotation)] = request.at;
+      edit.changed = true;
+      edit.summary = reason ? fmt::format("kept cordoned: reason \"{}\" (was \"{}\")", request.reason, *reason)
+                            : fmt::format("kept cordoned: reason \"{}\"", request.reason);
+      edit.patch = {{"metadata", {{"resourceVersion", resource_version_of(node)}, {"annotations", annotations}}}};
+      return edit;
+    }
     if (unschedulable) {
       // Someone's record of why the node is out is worth more than ours: keep it.
       edit.summary = reason ? fmt::format("already cordoned: reason \"{}\" by {} at {}", *reason, by.value_or("?"),

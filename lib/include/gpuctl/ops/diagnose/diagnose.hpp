@@ -237,7 +237,7 @@ std::vector<Finding> check_gpu_memory_high(const Snapshot& snapshot);
 // gpu-idle-allocated (info): nodes whose pods hold more GPUs than are busy during the probe.
 std::vector<Finding> check_gpu_idle_allocated(const Snapshot& snapshot);
 // pcie-link-degraded (warning): a GPU's PCIe link narrower than its widest sibling's (and than it
-// can be), or a lower generation than it can do while busy.
+// can be), or a lower generation than it can do at 30% load or more.
 std::vector<Finding> check_pcie_link_degraded(const Snapshot& snapshot);
 // nvlink-down (error): inactive NVLinks on a node whose GPUs have NVLink.
 std::vector<Finding> check_nvlink_down(const Snapshot& snapshot);

@@ -224,6 +224,10 @@ struct RollingOptions {
   std::chrono::milliseconds wait_ready{0};  // wait this long for Ready after exec; 0: don't wait
   bool continue_on_error = false;
   std::chrono::milliseconds poll_interval{2000};  // while waiting for Ready
+  // --verify (with uncordon): called with the node as read just before its uncordon; a node that
+  // does not pass is not uncordoned, stays cordoned with the reason recorded (a failed one; an
+  // unverified one keeps its record), and fails like a failed --exec. Empty: no verification.
+  NodeVerifier verify;
 };
 
 struct RollingResult {
@@ -234,6 +238,7 @@ struct RollingResult {
   bool ok = false;
   bool not_started = false;  // stopped before this node (after a failure, or interrupted)
   bool interrupted = false;  // Ctrl-C or SIGTERM stopped this node's maintenance part-way
+  std::string verify;        // "passed", "failed: <reason>", "unverified: <reason>", "" (none)
 };
 
 std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<nlohmann::json>& nodes,
@@ -246,7 +251,8 @@ std::string_view rolling_result(const RollingResult& r);
 // apiVersion gpuctl.io/v1alpha1, kind DrainResultList: one item per node drained, then one per
 // node that could not be read (result "failed", the reason in message).
 nlohmann::json to_json(const std::vector<NodeDrainResult>& results, const std::vector<NodeChange>& missing);
-// kind RollingMaintenanceResult: each node's drain fields plus rollingResult, exec, ready, uncordon.
+// kind RollingMaintenanceResult: each node's drain fields plus rollingResult, exec, ready, verify,
+// uncordon.
 nlohmann::json to_json(const std::vector<RollingResult>& results);
 
 }  // namespace gpuctl::ops

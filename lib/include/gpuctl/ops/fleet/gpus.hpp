@@ -29,7 +29,8 @@ namespace gpuctl::ops {
 struct NodeProbe {
   std::string node;
   std::string address;
-  // "ok", "partial", an ssh::HostOutcome name other than ok (unreachable, auth_failed,
+  // "ok", "partial", "inforom_corrupted" (every GPU answered, one with that warning), an
+  // ssh::HostOutcome name other than ok (unreachable, auth_failed,
   // host_key_mismatch, timed_out, ssh_missing, ssh_error, no_address), or an nvidia-smi
   // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...).
   std::string outcome;
@@ -38,7 +39,8 @@ struct NodeProbe {
   std::optional<gpu::NodeGpuReport> report;
   int exit_code = -1;
   std::chrono::milliseconds duration{0};
-  bool answered() const { return outcome == "ok" || outcome == "partial"; }
+  // Its GPUs answered: all (ok, or inforom_corrupted: all, with nvidia-smi's warning), or some.
+  bool answered() const { return outcome == "ok" || outcome == "partial" || outcome == "inforom_corrupted"; }
 };
 
 struct ProbeTarget {

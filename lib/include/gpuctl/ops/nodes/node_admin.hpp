@@ -4,6 +4,7 @@
 // as a JSON merge patch that carries the node's resourceVersion as a precondition: taints are an
 // atomic list, so a concurrent writer makes the server answer 409 Conflict, and we read the
 // node again, plan again and retry instead of losing the other writer's change.
+#include <cstddef>
 #include <functional>
 #include <map>
 #include <optional>
@@ -75,8 +76,37 @@ struct CordonRequest {
   std::string reason;  // recorded only when non-empty
   std::string by;      // who, as the API server knows the caller
   std::string at;      // RFC 3339
+  // Cordon: on a node already cordoned, write this record over the one there (a failed --verify
+  // says why the node stays out). Without it an earlier record is kept, as `gpuctl cordon` does.
+  bool replace_record = false;
 };
 Result<NodeEdit> plan_cordon(const nlohmann::json& node, const CordonRequest& request);
+
+// A cordon reason gpuctl writes from what it found (a finding's summary, which quotes node
+// output): one line of valid UTF-8, control characters and runs of blanks made one space, at most
+// kCordonReasonMaxBytes (cut at a character, ending in "...").
+inline constexpr std::size_t kCordonReasonMaxBytes = 256;
+std::string bounded_reason(std::string_view text);
+
+// ---- Verifying a node before it goes back into service (--verify) -----------------------------
+
+enum class VerifyResult {
+  passed,      // reached, and nothing critical found
+  failed,      // reached, and found unfit: stays (or is made) cordoned, the finding as its reason
+  unverified,  // could not be checked (ssh, no nvidia-smi, interrupted): left as it is
+};
+std::string_view to_string(VerifyResult result);
+
+// The verdict on one node; diagnose's node-side checks make it (ops/diagnose/quarantine.hpp).
+struct NodeVerification {
+  std::string node;
+  VerifyResult result = VerifyResult::unverified;
+  std::string reason;                 // bounded_reason: the finding, or why it could not be checked; "" when passed
+  std::vector<std::string> findings;  // "check: summary" of every critical finding, worst first
+  std::string probe;                  // the probe's outcome (NodeProbe::outcome)
+};
+// Verifies the nodes (all at once), in their order; what --verify plugs in.
+using NodeVerifier = std::function<std::vector<NodeVerification>(const std::vector<nlohmann::json>& nodes)>;
 
 // Pods on a node that a new NoSchedule/NoExecute taint would not be tolerated by: NoSchedule
 // keeps them running but could not have placed them; NoExecute evicts them.
@@ -113,6 +143,7 @@ struct NodeChange {
   std::optional<Error> error;  // set when outcome is failed
   nlohmann::json node_after;   // the node as the server returned it (or as read, if unchanged)
   int conflicts = 0;           // 409s that made us read and plan again
+  std::optional<NodeVerification> verification;  // uncordon --verify: why it was (not) uncordoned
 };
 
 struct ApplyOptions {
@@ -128,6 +159,18 @@ NodeChange apply_node_edit(kube::Client& client, const nlohmann::json& node, con
 // The same, reading the node by name first (a 404 is a failed change naming the node).
 NodeChange apply_node_edit(kube::Client& client, std::string_view node_name, const NodePlanner& planner,
                            const ApplyOptions& options);
+
+// The uncordon --verify planner, pure: passed uncordons (plan_cordon); failed cordons with the
+// verification's reason over any earlier record; unverified changes nothing.
+Result<NodeEdit> plan_verified_uncordon(const nlohmann::json& node, const NodeVerification& verification,
+                                        const CordonRequest& record);
+// Uncordons the nodes that passed and keeps the others out (plan_verified_uncordon, one write
+// each, retried on conflicts); a node that did not pass is a failed change (Errc::process) whose
+// message says why and what was done, with its verification attached. A node missing from
+// `verifications` counts as unverified. `record` carries by and at for the reasons written.
+std::vector<NodeChange> uncordon_verified(kube::Client& client, const std::vector<nlohmann::json>& nodes,
+                                          const std::vector<NodeVerification>& verifications,
+                                          const CordonRequest& record, const ApplyOptions& options);
 
 // ---- Choosing the nodes -----------------------------------------------------------------------
 
@@ -149,7 +192,9 @@ struct SelectedNodes {
 Result<SelectedNodes> select_nodes(kube::Client& client, const NodeSelection& selection);
 
 // gpuctl's output schema for a set of changes: apiVersion gpuctl.io/v1alpha1, kind
-// NodeChangeList, operation ("taint", "label", "cordon", "uncordon"), dryRun, items.
+// NodeChangeList, operation ("taint", "label", "cordon", "uncordon"), dryRun, items; an item
+// verified before its uncordon also has verification {result, reason, findings[], probe}.
 nlohmann::json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run);
+nlohmann::json to_json(const NodeVerification& verification);
 
 }  // namespace gpuctl::ops
