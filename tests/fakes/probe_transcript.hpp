@@ -12,6 +12,8 @@ namespace gpuctl::testing {
 inline std::string probe_marker() { return cat(gpu::kProbeMarker, " "); }
 inline std::string probe_start() { return cat(probe_marker(), "start\n"); }
 inline std::string probe_done() { return cat(probe_marker(), "done\n"); }
+// A control line between steps: "kernel-source journal", "clock 1790000000 123.4", "nvswitches 6".
+inline std::string probe_control(const std::string& line) { return cat(probe_marker(), line, "\n"); }
 
 // One step framed exactly as the script frames it: stdout lines as "o ", plus the extra line the
 // script's `echo` adds; stderr as "e " lines; then the end line with the exit code.

@@ -16,6 +16,7 @@ using namespace gpuctl::ops::diagnose;
 using gpuctl::ops::NodeProbe;
 using gpuctl::testing::cat;
 using gpuctl::testing::fixture;
+using gpuctl::testing::probe_control;
 using gpuctl::testing::probe_done;
 using gpuctl::testing::probe_marker;
 using gpuctl::testing::probe_start;
@@ -31,16 +32,14 @@ const std::string kList2070 =
     "GPU 0: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789ab)\n"
     "GPU 1: NVIDIA GeForce RTX 2070 (UUID: GPU-12345678-aaaa-bbbb-cccc-0123456789cd)\n";
 
-std::string control(const std::string& line) { return cat(probe_marker(), line, "\n"); }
-
 // A node's probe transcript: its kernel log (journal form) and then the given GPU steps.
 std::string transcript(const std::string& gpu_steps, const std::string& kernel = "",
-                       const std::string& extra = control("nvswitches 0")) {
-  return cat(probe_start(), control("kernel-source journal"), probe_step("kernel", kernel, "", 0), extra, gpu_steps,
-             probe_done());
+                       const std::string& extra = probe_control("nvswitches 0")) {
+  return cat(probe_start(), probe_control("kernel-source journal"), probe_step("kernel", kernel, "", 0), extra,
+             gpu_steps, probe_done());
 }
 std::string healthy_2070(const std::string& xml = fixture(kXml2070), const std::string& kernel = "",
-                         const std::string& extra = control("nvswitches 0")) {
+                         const std::string& extra = probe_control("nvswitches 0")) {
   return transcript(cat(probe_step("all", xml, "", 0), probe_step("list", kList2070, "", 0)), kernel, extra);
 }
 
@@ -113,16 +112,16 @@ TEST_CASE("driver-broken: one lost GPU of three, and a probe that hung in nvidia
       "GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\n"
       "GPU 1: Tesla T4 (UUID: GPU-11111111-91dd-3774-a5cb-99096249601a)\n"
       "GPU 2: Tesla T4 (UUID: GPU-f6e826dc-c9d7-ac58-6d5d-9048c9e1c124)\n";
-  std::string partial =
-      transcript(cat(probe_step("all", "", lost, 15), probe_step("list", list, "", 0), control("indices list 0 1 2"),
-                     probe_step("gpu-0", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"), "", 0),
-                     probe_step("gpu-1", lost, "", 15),
-                     probe_step("gpu-2", fixture("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"), "", 0)));
+  std::string partial = transcript(
+      cat(probe_step("all", "", lost, 15), probe_step("list", list, "", 0), probe_control("indices list 0 1 2"),
+          probe_step("gpu-0", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"), "", 0),
+          probe_step("gpu-1", lost, "", 15),
+          probe_step("gpu-2", fixture("nvidia-smi-xml/telegraf__tesla-t4__512.78__v11.xml"), "", 0)));
   // Killed at the deadline while `nvidia-smi -q -x` hung: the kernel log it printed first stays.
   std::string xid79 =
       journal_line(3, "NVRM: Xid (PCI:0000:07:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.");
-  std::string hung = cat(probe_start(), control("kernel-source journal"), probe_step("kernel", xid79, "", 0),
-                         control("nvswitches 0"), probe_marker(), "begin all\n");
+  std::string hung = cat(probe_start(), probe_control("kernel-source journal"), probe_step("kernel", xid79, "", 0),
+                         probe_control("nvswitches 0"), probe_marker(), "begin all\n");
   gpuctl::util::ProcessResult killed;
   killed.exit_code = -1;
   killed.stdout_text = hung;
@@ -242,7 +241,7 @@ TEST_CASE("xid-errors: the catalogue's action per GPU, the window, application c
   CHECK(contains(found[1].summary, "Xid 48"));
 
   // A node whose kernel log could not be read says so (info), instead of passing as clean.
-  std::string refused = cat(probe_start(), control("kernel-source none"),
+  std::string refused = cat(probe_start(), probe_control("kernel-source none"),
                             probe_step("kernel", "", "dmesg: read kernel buffer failed: Operation not permitted", 0),
                             probe_step("all", fixture(kXml2070), "", 0), probe_done());
   Snapshot blind = with_probes({ready_node("blind-0", 2)}, {probe_of("blind-0", refused)});
@@ -336,7 +335,8 @@ TEST_CASE("pcie-link-degraded, nvlink-down, fabric-manager-down", "[diagnose][no
       {ready_node("ok-0", 2), ready_node("narrow-0", 2), ready_node("links-0", 2), ready_node("fm-0", 2)},
       {probe_of("ok-0", with_nvlink(xml, all_up)), probe_of("narrow-0", with_nvlink(narrowed, all_up)),
        probe_of("links-0", with_nvlink(xml, nvlinks)),
-       probe_of("fm-0", healthy_2070(xml, "", cat(control("nvswitches 6"), probe_step("fabricmanager", "", "", 1))))});
+       probe_of("fm-0",
+                healthy_2070(xml, "", cat(probe_control("nvswitches 6"), probe_step("fabricmanager", "", "", 1))))});
   auto pcie = check_pcie_link_degraded(s);
   REQUIRE(pcie.size() == 1);
   CHECK(pcie[0].node == "narrow-0");

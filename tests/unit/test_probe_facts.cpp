@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 using gpuctl::Result;
 using gpuctl::testing::cat;
 using gpuctl::testing::fixture;
+using gpuctl::testing::probe_control;
 using gpuctl::testing::probe_done;
 using gpuctl::testing::probe_marker;
 using gpuctl::testing::probe_start;
@@ -32,8 +33,6 @@ namespace {
 const std::string kXml3090 = "nvidia-smi-xml/telegraf__rtx-3090__590.44.01__v13.xml";
 const std::string kNvlinkV100 = "nvidia-smi-text/azhpc__nvidia-smi-nvlink-s__8x-v100__inactive-links.txt";
 const std::string kDmesgXid79 = "kernel-log/gpud__sxid-readme__dmesg-xid-79-sxid-20034.log";
-
-std::string control(const std::string& line) { return cat(probe_marker(), line, "\n"); }
 
 // A healthy node's GPU steps (the RTX 3090 capture), after the given node-fact lines.
 std::string healthy_node(const std::string& facts) {
@@ -89,8 +88,9 @@ TEST_CASE("PCIe link and fabric state from XML and -q text (real captures)", "[p
 
 TEST_CASE("probe node facts: the kernel log with times from the node's clock", "[probe][kernel]") {
   // dmesg's seconds since boot: the clock line turns them into unix times.
-  std::string out = healthy_node(cat(control("kernel-source dmesg"), probe_step("kernel", fixture(kDmesgXid79), "", 0),
-                                     control("clock 1790000000 6781800.25"), control("nvswitches 0")));
+  std::string out =
+      healthy_node(cat(probe_control("kernel-source dmesg"), probe_step("kernel", fixture(kDmesgXid79), "", 0),
+                       probe_control("clock 1790000000 6781800.25"), probe_control("nvswitches 0")));
   NodeGpuReport r = parse_probe_output(0, out, "");
   CHECK(node_classification(r) == "ok");
   CHECK(r.warnings.empty());
@@ -114,7 +114,7 @@ TEST_CASE("probe node facts: the kernel log with times from the node's clock", "
 
 TEST_CASE("probe node facts: an unreadable kernel log is said, with dmesg's words", "[probe][kernel]") {
   std::string out =
-      healthy_node(cat(control("kernel-source none"),
+      healthy_node(cat(probe_control("kernel-source none"),
                        probe_step("kernel", "", "dmesg: read kernel buffer failed: Operation not permitted", 0)));
   NodeGpuReport r = parse_probe_output(0, out, "");
   CHECK(node_classification(r) == "ok");  // the GPUs still answered
@@ -124,7 +124,7 @@ TEST_CASE("probe node facts: an unreadable kernel log is said, with dmesg's word
   CHECK_THAT(r.facts.kernel_log_error, Catch::Contains("kernel.dmesg_restrict"));
 
   // Cut off in the kernel step (a hung journalctl, the deadline): said, never taken for "no Xid".
-  std::string cut = cat(probe_start(), control("kernel-source journal"), probe_marker(), "begin kernel\n");
+  std::string cut = cat(probe_start(), probe_control("kernel-source journal"), probe_marker(), "begin kernel\n");
   NodeGpuReport c = parse_probe_output(0, cut, "", true);
   CHECK_THAT(c.facts.kernel_log_error, Catch::Contains("cut off"));
 
@@ -136,12 +136,14 @@ TEST_CASE("probe node facts: an unreadable kernel log is said, with dmesg's word
 
 TEST_CASE("probe node facts: Fabric Manager on NVSwitch systems, NVLink status", "[probe][nvlink]") {
   auto with = [](const std::string& facts) { return parse_probe_output(0, healthy_node(facts), "").facts; };
-  CHECK(with(cat(control("nvswitches 6"), probe_step("fabricmanager", "4242", "", 0))).fabric_manager_running == true);
-  CHECK(with(cat(control("nvswitches 6"), probe_step("fabricmanager", "", "", 1))).fabric_manager_running == false);
+  CHECK(with(cat(probe_control("nvswitches 6"), probe_step("fabricmanager", "4242", "", 0))).fabric_manager_running ==
+        true);
+  CHECK(with(cat(probe_control("nvswitches 6"), probe_step("fabricmanager", "", "", 1))).fabric_manager_running ==
+        false);
   // pgrep missing (127) or broken: unknown, not "down".
-  CHECK_FALSE(with(cat(control("nvswitches 6"), probe_step("fabricmanager", "", "sh: pgrep: not found", 127)))
+  CHECK_FALSE(with(cat(probe_control("nvswitches 6"), probe_step("fabricmanager", "", "sh: pgrep: not found", 127)))
                   .fabric_manager_running.has_value());
-  CHECK(with(control("nvswitches 0")).nvswitches == 0);
+  CHECK(with(probe_control("nvswitches 0")).nvswitches == 0);
 
   std::string out = cat(probe_start(), probe_step("all", fixture(kXml3090), "", 0),
                         probe_step("nvlink", fixture(kNvlinkV100), "", 0), probe_done());
@@ -158,8 +160,8 @@ TEST_CASE("probe CSV fallback: no XML at all, the --query-gpu CSV answers", "[pr
   const std::string invalid = "Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.";
   std::string out =
       cat(probe_start(), probe_step("all", invalid, "", 2),
-          probe_step("list", "GPU 0: NVIDIA GeForce RTX 2080 SUPER (UUID: GPU-1)", "", 0), control("indices list 0"),
-          probe_step("gpu-0", invalid, "", 2),
+          probe_step("list", "GPU 0: NVIDIA GeForce RTX 2080 SUPER (UUID: GPU-1)", "", 0),
+          probe_control("indices list 0"), probe_step("gpu-0", invalid, "", 2),
           probe_step("csv",
                      fixture("nvidia-smi-csv/"
                              "vertex__rtx-2080-super-windows-471.11__query-gpu-all-fields-with-units.csv"),
@@ -176,8 +178,23 @@ TEST_CASE("probe CSV fallback: no XML at all, the --query-gpu CSV answers", "[pr
   REQUIRE(r.warnings.size() == 1);
   CHECK_THAT(r.warnings[0], Catch::Contains("--query-gpu"));
 
+  // The CSV refused too: the -q text (the 8x H100 capture) answers.
+  std::string text =
+      cat(probe_start(), probe_step("all", invalid, "", 2), probe_control("indices none"),
+          probe_step("csv", "Field \"pcie.link.gen.max\" is not a valid field to query.", "", 2),
+          probe_step("text", fixture("nvidia-smi-text/gpud__nvidia-smi-q__8x-h100-80gb-hbm3__535.183.01.txt"), "", 0),
+          probe_done());
+  NodeGpuReport t = parse_probe_output(0, text, "");
+  CHECK(node_classification(t) == "ok");
+  CHECK(t.enumeration == "text");
+  REQUIRE(t.gpus.size() == 8);
+  CHECK(t.driver_version == std::string("535.183.01"));
+  CHECK(t.gpus[7].index == 7);
+  CHECK(t.gpus[0].fabric.state == std::string("Completed"));
+  CHECK_THAT(t.warnings.at(0), Catch::Contains("read from nvidia-smi -q instead"));
+
   // The CSV failing too leaves the node failed with the XML's reason.
-  std::string both = cat(probe_start(), probe_step("all", invalid, "", 2), control("indices none"),
+  std::string both = cat(probe_start(), probe_step("all", invalid, "", 2), probe_control("indices none"),
                          probe_step("csv", invalid, "", 2), probe_done());
   NodeGpuReport f = parse_probe_output(0, both, "");
   CHECK(f.status == ProbeStatus::failed);

@@ -29,8 +29,8 @@ namespace {
 //                 window is the current boot; gpuctl keeps the lines within --since by their time.
 //  g              the GPU queries: whole query; -L (unless nvidia-smi is missing); NVLink status
 //                 when the whole query answered (exit 0, or 14 = infoROM warning); else the
-//                 indices from -L (else one per /dev/nvidiaN), a query per index, and the CSV
-//                 when no index answered in XML.
+//                 indices from -L (else one per /dev/nvidiaN), a query per index, the CSV when
+//                 no index answered in XML, and the -q text when the CSV failed too.
 constexpr std::string_view kScript =
     "P=@@gpuctl-probe-v1@@; export LC_ALL=C; PATH=\"$PATH:/usr/bin:/bin:/usr/sbin:/sbin\"; "
     "s() { n=$1; shift; echo \"$P begin $n\"; "
@@ -55,7 +55,7 @@ constexpr std::string_view kScript =
     "index,uuid,name,pci.bus_id,driver_version,persistence_mode,memory.total,memory.used,utilization.gpu,"
     "temperature.gpu,ecc.errors.uncorrected.volatile.total,ecc.errors.uncorrected.aggregate.total,"
     "retired_pages.pending,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max "
-    "--format=csv; return 0; }; "
+    "--format=csv; [ $r = 0 ] || s text nvidia-smi -q; return 0; }; "
     "echo \"$P start\"; "
     "w=none; if [ -n \"$(journalctl -k -b -q --no-pager -n 1 2>/dev/null </dev/null)\" ]; then w=journal; "
     "elif dmesg --time-format iso >/dev/null 2>&1 </dev/null; then w=dmesg-iso; "

@@ -249,22 +249,35 @@ void take_whole_query(NodeGpuReport& report, NvidiaSmiLog& log, const GpuList& l
 }
 
 // No GPU answered in XML (a build without XML support, a vGPU guest): the --query-gpu CSV, when it
-// answered, gives the GPUs with fewer fields; the XML failures of the GPUs it lists are dropped.
-void take_csv(NodeGpuReport& report, const ProbeIndex& lookup) {
-  const ProbeStep* csv = lookup.step("csv");
-  if (csv == nullptr || csv->exit_code != 0) return;
-  Result<std::vector<GpuInfo>> gpus = parse_query_gpu_csv(csv->stdout_text);
-  if (!gpus || gpus->empty()) return;
+// answered, gives the GPUs with fewer fields, else the -q text; the XML failures of the GPUs they
+// list are dropped.
+void take_other_forms(NodeGpuReport& report, const ProbeIndex& lookup) {
+  std::vector<GpuInfo> gpus;
+  std::string form;
+  if (const ProbeStep* csv = lookup.step("csv"); csv && csv->exit_code == 0) {
+    if (auto parsed = parse_query_gpu_csv(csv->stdout_text)) {
+      gpus = std::move(*parsed);
+      form = "csv";
+    }
+  }
+  if (const ProbeStep* text = lookup.step("text"); gpus.empty() && text && text->exit_code == 0) {
+    if (auto parsed = parse_nvidia_smi_query_text(text->stdout_text); parsed && !parsed->gpus.empty()) {
+      for (auto& g : parsed->gpus) g.driver_version = parsed->driver_version;
+      gpus = std::move(parsed->gpus);
+      form = "text";
+    }
+  }
+  if (gpus.empty()) return;
   std::unordered_set<int> indices;
-  for (const GpuInfo& g : *gpus) indices.insert(g.index);
+  for (const GpuInfo& g : gpus) indices.insert(g.index);
   std::erase_if(report.failed_gpus, [&](const FailedGpu& f) { return indices.contains(f.index); });
-  report.enumeration = "csv";
-  report.driver_version = gpus->front().driver_version;
-  report.gpus = std::move(*gpus);
-  report.warnings.push_back(
-      fmt::format("nvidia-smi -q -x gave no GPU ({}); read from nvidia-smi --query-gpu instead (no clock reasons, row "
-                  "remapping or processes)",
-                  report.step_failures.empty() ? std::string("no XML") : report.step_failures.front().message));
+  report.enumeration = form;
+  report.driver_version = gpus.front().driver_version;
+  report.gpus = std::move(gpus);
+  report.warnings.push_back(fmt::format(
+      "nvidia-smi -q -x gave no GPU ({}); read from {} instead",
+      report.step_failures.empty() ? std::string("no XML") : report.step_failures.front().message,
+      form == "csv" ? "nvidia-smi --query-gpu (no clock reasons, row remapping or processes)" : "nvidia-smi -q"));
 }
 
 // The whole query failed: the per-GPU fallback's steps, one per enumerated index.
@@ -291,7 +304,7 @@ void take_per_gpu_queries(NodeGpuReport& report, const ProbeTranscript& t, const
       report.failed_gpus.push_back(failed_gpu(index, lookup, std::move(one.diagnosis)));
     }
   }
-  if (report.gpus.empty()) take_csv(report, lookup);
+  if (report.gpus.empty()) take_other_forms(report, lookup);
 }
 
 // No GPU answered: the whole query's verdict, unless a per-GPU one says more.
@@ -320,7 +333,7 @@ void conclude(NodeGpuReport& report, const XmlStep& whole) {
     report.status = ProbeStatus::ok;
     report.kind = NvsmiErrorKind::ok;
     report.message = fmt::format("{} GPU{} answered", report.gpus.size(), report.gpus.size() == 1 ? "" : "s");
-    if (!whole.log && report.enumeration != "csv") {
+    if (!whole.log && report.enumeration != "csv" && report.enumeration != "text") {
       report.warnings.push_back(
           fmt::format("the whole query failed ({}) but every GPU answered on its own", whole.diagnosis.message));
     }

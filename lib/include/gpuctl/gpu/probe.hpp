@@ -20,7 +20,7 @@
 //      node) and runs `nvidia-smi -q -x -i N` for each (steps "gpu-N"), so that one broken GPU,
 //      which makes the whole query fail, does not hide the healthy ones (gpustat#125, nvitop#45);
 //   7. and when no GPU answered in XML either (builds without XML support), the `--query-gpu`
-//      CSV (step "csv").
+//      CSV (step "csv"), and when that fails too, the `-q` text (step "text").
 // The kernel log comes first: a hung nvidia-smi (a GPU off the bus) must not hide the Xid that
 // explains it.
 //
@@ -128,8 +128,8 @@ struct NodeGpuReport {
   std::vector<std::string> warnings;
   bool truncated = false;  // the output was cut off (caller's flag, or no "done" line)
   // How GPUs were found: "query" (the whole query worked), "list" (per index, indices from -L),
-  // "dev" (per index, counted /dev/nvidiaN), "csv" (the --query-gpu CSV: no XML), "none"
-  // (nothing to enumerate).
+  // "dev" (per index, counted /dev/nvidiaN), "csv" (the --query-gpu CSV: no XML), "text" (the
+  // -q text: neither XML nor CSV), "none" (nothing to enumerate).
   std::string enumeration;
   NodeFacts facts;
 };
