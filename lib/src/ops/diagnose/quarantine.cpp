@@ -67,11 +67,11 @@ NodeVerification verify_probe(const json& node, const NodeProbe& probe, const Se
                    probe);
   }
   if (report.status == gpu::ProbeStatus::partial) {
-    return verdict(name, VerifyResult::failed,
-                   fmt::format("{} of {} GPUs of {} answer in nvidia-smi ({}): {}", report.gpus.size(),
-                               report.gpus.size() + report.failed_gpus.size(), name, gpu::to_string(report.kind),
-                               report.message),
-                   probe);
+    return verdict(
+        name, VerifyResult::failed,
+        fmt::format("{} of {} GPUs of {} answer in nvidia-smi ({}): {}", report.gpus.size(),
+                    report.gpus.size() + report.failed_gpus.size(), name, gpu::to_string(report.kind), report.message),
+        probe);
   }
   return v;
 }

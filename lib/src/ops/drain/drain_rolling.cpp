@@ -48,8 +48,8 @@ std::string back_in_service(kube::Client& client, const std::string& node, const
   }
   CordonRequest record = o.drain.cordon;  // who, for a failed verification's reason
   record.at = util::format_rfc3339(std::chrono::system_clock::now());
-  auto change = apply_node_edit(
-      client, std::string_view(node), [&](const json& n) { return plan_verified_uncordon(n, v, record); }, {});
+  auto change = apply_node_edit(client, std::string_view(node),
+                                [&](const json& n) { return plan_verified_uncordon(n, v, record); }, {});
   const std::string error = change.error ? change.error->message : change.summary;
   if (v.result == VerifyResult::unverified) {
     return fmt::format("not uncordoned: could not verify it: {}; it stays cordoned", v.reason);

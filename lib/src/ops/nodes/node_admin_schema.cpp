@@ -12,14 +12,13 @@ using json = nlohmann::json;
 json to_json(const std::vector<NodeChange>& changes, std::string_view operation, DryRun dry_run) {
   json items = json::array();
   for (const auto& c : changes) {
-    json item = {{"name", c.node},
-                 {"result", to_string(c.outcome)},
-                 {"summary", c.summary},
-                 {"patch", c.patch},
-                 {"conflicts", c.conflicts},
-                 {"error", c.error ? json(c.error->message) : json(nullptr)}};
-    if (c.verification) item["verification"] = to_json(*c.verification);
-    items.push_back(std::move(item));
+    items.push_back({{"name", c.node},
+                     {"result", to_string(c.outcome)},
+                     {"summary", c.summary},
+                     {"patch", c.patch},
+                     {"conflicts", c.conflicts},
+                     {"error", c.error ? json(c.error->message) : json(nullptr)}});
+    if (c.verification) items.back()["verification"] = to_json(*c.verification);
   }
   std::string_view mode = dry_run == DryRun::client ? "client" : dry_run == DryRun::server ? "server" : "none";
   return schema_document("NodeChangeList", {{"operation", operation}, {"dryRun", mode}, {"items", items}});

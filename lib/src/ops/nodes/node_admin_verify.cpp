@@ -91,9 +91,9 @@ std::string not_uncordoned(const json& node, const NodeVerification& v, const No
   if (change.outcome == ChangeOutcome::failed) {
     done = fmt::format("recording why failed too: {}", change.error ? change.error->message : "unknown error");
   } else {
-    done = fmt::format("it {} cordoned with that reason",
-                       dry_run == DryRun::client ? (was_cordoned ? "would stay" : "would be")
-                                                 : (was_cordoned ? "stays" : "is now"));
+    done = fmt::format("it {} cordoned with that reason", dry_run == DryRun::client
+                                                              ? (was_cordoned ? "would stay" : "would be")
+                                                              : (was_cordoned ? "stays" : "is now"));
   }
   return fmt::format("not uncordoned: {}; {}", v.reason, done);
 }

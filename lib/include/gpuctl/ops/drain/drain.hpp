@@ -238,7 +238,7 @@ struct RollingResult {
   bool ok = false;
   bool not_started = false;  // stopped before this node (after a failure, or interrupted)
   bool interrupted = false;  // Ctrl-C or SIGTERM stopped this node's maintenance part-way
-  std::string verify;        // "passed", "failed: <reason>", "unverified: <reason>", "" (none)
+  std::string verify = "";   // "passed", "failed", "unverified", "" (not verified)
 };
 
 std::vector<RollingResult> rolling_maintenance(kube::Client& client, const std::vector<nlohmann::json>& nodes,

@@ -137,12 +137,12 @@ struct NodeChange {
   std::string node;
   ChangeOutcome outcome = ChangeOutcome::failed;
   std::string summary;
-  nlohmann::json patch;        // what was (or, in a dry run, would be) sent; null if nothing
-  std::string path;            // where it goes (PATCH), for dry-run output
-  std::string content_type;    // of the patch
-  std::optional<Error> error;  // set when outcome is failed
-  nlohmann::json node_after;   // the node as the server returned it (or as read, if unchanged)
-  int conflicts = 0;           // 409s that made us read and plan again
+  nlohmann::json patch;                          // what was (or, in a dry run, would be) sent; null if nothing
+  std::string path;                              // where it goes (PATCH), for dry-run output
+  std::string content_type;                      // of the patch
+  std::optional<Error> error;                    // set when outcome is failed
+  nlohmann::json node_after;                     // the node as the server returned it (or as read, if unchanged)
+  int conflicts = 0;                             // 409s that made us read and plan again
   std::optional<NodeVerification> verification;  // uncordon --verify: why it was (not) uncordoned
 };
 
