@@ -14,6 +14,7 @@
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 #include "live_status.hpp"
+#include "node_changes.hpp"
 #include "output_format.hpp"
 
 namespace gpuctl::cli {
@@ -40,12 +41,16 @@ struct DrainFlags {
   bool uncordon = false;
   std::string wait_ready = "0";
   bool continue_on_error = false;
+  bool verify = true;  // with --rolling --uncordon; --no-verify turns it off
+  SshFlags ssh;
   // Which flags were given, for the combination checks.
   CLI::Option* max_concurrent_opt = nullptr;
   CLI::Option* in_flight_opt = nullptr;
   CLI::Option* exec_timeout_opt = nullptr;
   CLI::Option* wait_ready_opt = nullptr;
   CLI::Option* max_unavailable_opt = nullptr;
+  CLI::Option* verify_opt = nullptr;
+  CLI::App* cmd = nullptr;
 };
 
 struct Validated {
@@ -54,6 +59,7 @@ struct Validated {
   std::chrono::milliseconds timeout{0};
   std::optional<std::chrono::milliseconds> exec_timeout;
   std::chrono::milliseconds wait_ready{0};
+  std::optional<SshRequest> verify;  // set when each node is verified before its uncordon
 };
 
 Error usage(std::string message) {
@@ -61,6 +67,22 @@ Error usage(std::string message) {
   e.code = Errc::invalid_argument;
   e.message = std::move(message);
   return e;
+}
+
+// --verify (on by default) checks each node before the uncordon of --rolling --uncordon; its ssh
+// flags mean nothing anywhere else.
+Result<void> validate_verify(const DrainFlags& f, Validated& v) {
+  const bool uncordons = f.rolling && f.uncordon;
+  if (f.verify_opt->count() > 0 && !uncordons) {
+    return fail(usage("--verify and --no-verify apply to --rolling --uncordon (the check before each uncordon)"));
+  }
+  if (std::string given = ssh_flag_given(*f.cmd); !given.empty() && !(uncordons && f.verify)) {
+    return fail(usage(given + " only applies to --rolling --uncordon with --verify (the GPUs are checked over ssh)"));
+  }
+  if (uncordons && f.verify) {
+    GPUCTL_TRY_ASSIGN(v.verify, validate_ssh_flags(f.ssh));
+  }
+  return {};
 }
 
 // Pure: every check that needs no I/O.
@@ -107,6 +129,7 @@ Result<Validated> validate(const DrainFlags& f) {
   if (!wr) return fail(usage("--wait-ready: " + wr.error().message));
   v.wait_ready = *wr;
   if (f.dry_run && v.format == OutputFormat::name) return fail(usage("-o name does not apply to --dry-run"));
+  GPUCTL_TRY(validate_verify(f, v));
   return v;
 }
 
@@ -197,7 +220,7 @@ ops::RollingOptions rolling_options(const DrainFlags& f, const Validated& v, con
 ExitCode report_rolling(AppContext& ctx, const std::vector<ops::RollingResult>& results,
                         const std::vector<ops::NodeChange>& missing, OutputFormat format) {
   std::vector<std::string> not_drained;
-  output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "TIME", "MESSAGE"});
+  output::Table t({"NODE", "RESULT", "DRAIN", "EVICTED", "EXEC", "READY", "UNCORDON", "VERIFY", "TIME", "MESSAGE"});
   for (const auto& r : results) {
     std::string result(ops::rolling_result(r));
     std::string why_not_started =
@@ -207,13 +230,13 @@ ExitCode report_rolling(AppContext& ctx, const std::vector<ops::RollingResult>& 
     auto dash = [](const std::string& s) { return s.empty() ? std::string("-") : s; };
     t.add_row({r.drain.node, output::Cell(result, r.ok ? output::Style::good : output::Style::bad),
                r.not_started ? std::string("-") : std::string(ops::to_string(r.drain.outcome)),
-               std::to_string(r.drain.evicted), dash(r.exec), dash(r.ready), dash(r.uncordon),
+               std::to_string(r.drain.evicted), dash(r.exec), dash(r.ready), dash(r.uncordon), dash(r.verify),
                r.not_started ? std::string("-") : secs(r.drain.elapsed),
                r.not_started ? why_not_started : r.drain.message});
   }
   for (const auto& m : missing) {
     not_drained.push_back(m.node);
-    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-",
+    t.add_row({m.node, output::Cell("failed", output::Style::bad), "-", "0", "-", "-", "-", "-", "-",
                m.error ? m.error->message : std::string("node not found")});
   }
   if (format == OutputFormat::json || format == OutputFormat::yaml) {
@@ -283,7 +306,13 @@ Result<ExitCode> run_drain(const DrainFlags& f, AppContext& ctx) {
   };
 
   if (f.rolling) {
-    auto results = ops::rolling_maintenance(*client, selected.nodes, rolling_options(f, v, o));
+    ops::RollingOptions ro = rolling_options(f, v, o);
+    std::optional<Verifier> verifier;
+    if (v.verify) {
+      verifier.emplace(ctx, *v.verify);
+      ro.verify = [&verifier](const std::vector<nlohmann::json>& nodes) { return (*verifier)(nodes); };
+    }
+    auto results = ops::rolling_maintenance(*client, selected.nodes, ro);
     return report_rolling(ctx, results, selected.missing, v.format);
   }
   auto results = ops::drain_nodes(*client, selected.nodes, o, f.max_concurrent);
@@ -305,6 +334,12 @@ touched beyond the cordon. Waiting uses a watch; a replacement with the same nam
 Re-running an interrupted drain continues where it stopped. Exit code 1 names every node not
 fully drained. Ctrl-C or SIGTERM starts nothing new, stops --exec commands, leaves accepted
 evictions and started nodes cordoned, prints the summary and exits 130 (143 for SIGTERM).
+
+--rolling --uncordon verifies each node before its uncordon (--no-verify skips it): its GPUs are
+probed over ssh as 'gpuctl gpus' does (the --ssh-* flags, else ~/.ssh/config and $GPUCTL_SSH_*)
+and judged by diagnose's node-side checks. A node with a critical finding (driver not loaded, a GPU
+lost, a fatal Xid, ...) stays cordoned with the finding as its reason, one that cannot be checked
+stays cordoned as it is; either fails like a failed --exec: no further node is started.
 
 Examples:
   # What would happen, pod by pod, with budgets and room for GPU pods elsewhere
@@ -351,6 +386,11 @@ Examples:
   cmd->add_option("--exec", f->exec, "Rolling: command run per node by /bin/sh, the node as $1 and $GPUCTL_NODE");
   f->exec_timeout_opt = cmd->add_option("--exec-timeout", f->exec_timeout, "Rolling: kill the command after this long");
   cmd->add_flag("--uncordon", f->uncordon, "Rolling: uncordon each node once it is done");
+  f->verify_opt = cmd->add_flag("--verify,!--no-verify", f->verify,
+                                "Rolling --uncordon: probe the node's GPUs over ssh before its uncordon; a node with "
+                                "a critical finding stays cordoned and stops the run (default on)");
+  add_ssh_flags(*cmd, f->ssh);
+  f->cmd = cmd;
   f->wait_ready_opt =
       cmd->add_option("--wait-ready", f->wait_ready, "Rolling: wait up to this long for the node to be Ready");
   cmd->add_flag("--continue-on-error", f->continue_on_error, "Rolling: go on past a failed node");
