@@ -11,6 +11,7 @@
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "node_changes.hpp"
 #include "output_format.hpp"
 #include "ssh_flags.hpp"
 
@@ -38,6 +39,7 @@ struct DiagnoseOptions {
   bool list_checks = false;
   bool no_headers = false;
   std::string output;
+  QuarantineFlags quarantine;
 };
 
 // diagnose's -o adds two formats no other command has, so they are chosen here rather than in
@@ -152,6 +154,7 @@ Result<Validated> validate(const DiagnoseOptions& o) {
   }
   v.settings.gpu_memory_threshold_percent = o.gpu_memory_threshold;
   GPUCTL_TRY_ASSIGN(v.ssh, validate_ssh_flags(o.ssh));
+  GPUCTL_TRY(validate_quarantine_flags(o.quarantine, o.no_ssh ? "--no-ssh" : o.list_checks ? "--list-checks" : ""));
   bool for_machines = v.format == Format::junit || v.format == Format::prometheus;
   if (o.list_checks && for_machines) {
     return fail(Errc::invalid_argument,
@@ -248,6 +251,10 @@ Result<ExitCode> run_diagnose(const DiagnoseOptions& o, AppContext& ctx) {
   // Interrupted while probing: the report above covers what was reached; nodes not reached are
   // not judged (and never called unreachable).
   if (util::cancelled()) return interrupted_exit_code();
+  if (o.quarantine.quarantine) {
+    return quarantine_nodes(ctx, o.quarantine, snapshot, report, v.format == Format::table,
+                            exit_code_for_diagnosis(found, skipped));
+  }
   return exit_code_for_diagnosis(found, skipped);
 }
 
@@ -283,7 +290,9 @@ suppresses nothing and is named on stderr.
 
 Exit codes: 0 nothing at or above --fail-on; 4 something was; 5 nothing was, but some checks
 could not run; 1 diagnose could not run at all (cluster unreachable, credentials refused, a
---suppress file it cannot read); 2 bad flags or a bad --suppress file.
+--suppress file it cannot read); 2 bad flags or a bad --suppress file. With --quarantine, after
+the report: 3 when the circuit breaker refused (more nodes qualify than --max-quarantine), 2 when
+nodes qualify and neither --yes nor --dry-run was given, 1 when a cordon failed.
 
 Examples:
   # The whole cluster
@@ -327,6 +336,7 @@ Examples:
                   "YAML list of findings not to act on: check, object and/or node (globs), reason, until")
       ->type_name("FILE");
   add_output_flag(*cmd, o->output, {"table", "json", "yaml", "junit", "prometheus"});
+  add_quarantine_flags(*cmd, o->quarantine);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_diagnose(*o, ctx); }; });
 }
 
