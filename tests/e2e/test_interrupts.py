@@ -252,7 +252,7 @@ class InterruptTest(h.TestCase):
         pid_file = tempfile.NamedTemporaryFile(delete=False, suffix=".pid").name
         os.unlink(pid_file)
         self.addCleanup(lambda: os.path.exists(pid_file) and os.unlink(pid_file))
-        run = Run("drain", first, second, "--rolling", "--grace-period", "0", "--uncordon", "--reason", "driver upgrade",
+        run = Run("drain", first, second, "--rolling", "--grace-period", "0", "--uncordon", "--no-verify", "--reason", "driver upgrade",
                   "--exec", 'echo $$ > %s; sleep 300; echo never' % pid_file)
         h.wait_for(lambda: os.path.exists(pid_file) and open(pid_file).read().strip(), 90, "the --exec command to start")
         command_pid = int(open(pid_file).read())

@@ -286,3 +286,16 @@ TEST_CASE("probe script: journal first, dmesg when the journal has no kernel mes
     CHECK_THAT(r.facts.kernel_log_error, Catch::Contains("Operation not permitted"));
   }
 }
+
+TEST_CASE("probe: the last GPU lost, -L naming it only by its error, gets the index after the others", "[probe]") {
+  const std::string lost = fixture("nvidia-smi-errors/issue__gpu-is-lost__linux.txt");
+  const std::string list = cat("GPU 0: Tesla T4 (UUID: GPU-d37e67a5-91dd-3774-a5cb-99096249601a)\n", lost);
+  std::string out = cat(
+      probe_start(), probe_step("all", "", lost, 15), probe_step("list", list, "", 15), probe_control("indices list 0"),
+      probe_step("gpu-0", fixture("nvidia-smi-xml/telegraf__tesla-t4__515.105.01__v11.xml"), "", 0), probe_done());
+  NodeGpuReport r = parse_probe_output(0, out, "");
+  CHECK(node_classification(r) == "partial");
+  REQUIRE(r.failed_gpus.size() == 1);
+  CHECK(r.failed_gpus[0].index == 1);  // GPUs are numbered 0..N-1: not a gap, so after the last
+  CHECK(r.failed_gpus[0].failure.kind == NvsmiErrorKind::gpu_lost);
+}

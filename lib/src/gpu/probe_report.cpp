@@ -96,7 +96,8 @@ FailedGpu failed_gpu(int index, const ProbeIndex& lookup, NvsmiDiagnosis d) {
 
 // GPUs that failed without getting a per-index query of their own: -L printed an error naming
 // their bus id instead of a "GPU N:" line, or the whole query named one no per-index query
-// answered for. Their index is inferred from a gap in the indices seen, when there is one.
+// answered for. Their index is inferred from the indices seen (a gap, else the next after the
+// last), when any GPU was seen.
 void add_unlisted_failures(NodeGpuReport& report, const GpuList& list, const NvsmiDiagnosis* whole_failure) {
   std::unordered_set<std::string> known;  // canonical bus ids already reported
   for (const auto& g : report.gpus) {
@@ -134,7 +135,8 @@ void add_unlisted_failures(NodeGpuReport& report, const GpuList& list, const Nvs
   for (NvsmiDiagnosis& d : found) {
     while (next_gap <= max_index && seen.contains(next_gap)) ++next_gap;
     FailedGpu f;
-    f.index = next_gap <= max_index ? next_gap++ : -1;
+    // nvidia-smi numbers GPUs 0..N-1: a failure fills the first gap, else comes after the last.
+    f.index = max_index >= 0 ? next_gap++ : -1;
     f.pci_bus_id = *d.pci_bus_id;
     f.failure = std::move(d);
     report.failed_gpus.push_back(std::move(f));
