@@ -122,6 +122,11 @@ class DiagnoseNodesTest(h.TestCase):
         self.assertEqual(len(cuda), 1, cuda)
         self.assertIn("needs CUDA 12.4", cuda[0]["summary"])
         self.assertIn("dn-old-0's driver 510.47.03", cuda[0]["summary"])
+        # The CUDA pod holds one of dn-old-0's GPUs, which sat idle during the probe.
+        idle = self.one("dn-old-0", "gpu-idle-allocated")
+        self.assertEqual(idle["severity"], "info")
+        self.assertIn("pods hold 1 GPU(s) but only 0 were busy during the probe", idle["summary"])
+        self.assertEqual(self.findings("dn-ok-0", "gpu-idle-allocated"), [])
         # No XML on dn-csv-0: the CSV answered, so its driver is known and nothing is broken.
         self.assertEqual(self.findings("dn-csv-0", "driver-broken"), [])
         r = h.gpuctl("gpus", "dn-csv-0", "-o", "json", *h.ssh_flags())

@@ -25,8 +25,8 @@ std::optional<int> degrees_to_slowdown(const gpu::Temperature& t) {
   return std::nullopt;
 }
 
-// In use: computing, or holding a process (a job between steps).
-bool busy(const gpu::GpuInfo& g) { return g.utilization.gpu_percent.value_or(0) > 0 || !g.processes.empty(); }
+// Computing when probed. A process alone does not count: an idle notebook holds its GPU with one.
+bool busy(const gpu::GpuInfo& g) { return g.utilization.gpu_percent.value_or(0) > 0; }
 // Working hard enough that its PCIe link should have trained up: a GPU holding a process at 0%
 // still runs gen 1 (the real captures show it), so a process alone does not count.
 constexpr int kLoadedPercent = 30;

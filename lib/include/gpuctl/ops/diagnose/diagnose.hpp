@@ -234,7 +234,8 @@ std::vector<Finding> check_gpu_throttled(const Snapshot& snapshot);
 // gpu-memory-high (warning): GPUs above settings.gpu_memory_threshold_percent of their memory,
 // with the pods holding the node's GPUs.
 std::vector<Finding> check_gpu_memory_high(const Snapshot& snapshot);
-// gpu-idle-allocated (info): nodes whose pods hold more GPUs than are busy during the probe.
+// gpu-idle-allocated (info): nodes whose pods hold more GPUs than were computing (utilization above
+// 0%) when probed.
 std::vector<Finding> check_gpu_idle_allocated(const Snapshot& snapshot);
 // pcie-link-degraded (warning): a GPU's PCIe link narrower than its widest sibling's (and than it
 // can be), or a lower generation than it can do at 30% load or more.
