@@ -20,9 +20,11 @@ SICK = "kubernetes.io/hostname=dx-sick-0"
 # The checks that read only nodes: on dx-sick-0 gpu-unhealthy-devices is then the only error.
 NODE_CHECKS = "node-not-ready,node-network-unavailable,node-pressure,device-plugin-missing,gpu-unhealthy-devices"
 XSD = Path(__file__).resolve().parent.parent / "fixtures" / "junit" / "jenkins-xunit__junit-10.xsd"
-LAYERS = ["node", "network", "device_plugin", "gpus_registered", "gpus_healthy", "gpu_pods", "workload"]
+LAYERS = ["reachable", "driver", "gpus_present", "gpu_errors", "node", "network", "device_plugin", "gpus_registered",
+          "gpus_healthy", "gpu_pods", "workload"]
 # The JSON schema's layer names as Prometheus labels them.
-LAYER_LABEL = {"node": "node", "network": "network", "device plugin": "device_plugin",
+LAYER_LABEL = {"reachable": "reachable", "driver": "driver", "GPUs present": "gpus_present", "GPU errors": "gpu_errors",
+               "node": "node", "network": "network", "device plugin": "device_plugin",
                "GPUs registered": "gpus_registered", "GPUs healthy": "gpus_healthy", "GPU pods": "gpu_pods",
                "workload": "workload"}
 FAMILIES = ["gpuctl_diagnose_findings", "gpuctl_diagnose_suppressed_findings", "gpuctl_diagnose_check_status",

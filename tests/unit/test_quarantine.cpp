@@ -64,7 +64,8 @@ TEST_CASE("quarantine rule: critical findings of the checks that read only the n
   CHECK_FALSE(dx::quarantines(finding("no-such-check", Severity::critical, "gpu-7")));
 }
 
-TEST_CASE("--max-quarantine: a count or a percentage of the GPU nodes, at least 1", "[quarantine]") {
+TEST_CASE("quarantine limit: --max-quarantine is a count or a percentage of the GPU nodes, at least 1",
+          "[quarantine]") {
   auto ten = dx::parse_quarantine_limit("10%");
   REQUIRE(ten);
   CHECK(ten->percent);
