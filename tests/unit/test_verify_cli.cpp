@@ -118,14 +118,18 @@ TEST_CASE("cli: uncordon --verify reads the ssh settings as gpus does; ssh flags
 
 TEST_CASE("cli: drain --rolling --uncordon verifies before each uncordon unless --no-verify", "[verify][drain][cli]") {
   CliHarness h;
-  auto routes = [&h](bool healthy) {
-    h.fake()
+  // What one node's drain reads and writes up to its uncordon: cordoned, no pods, read again.
+  auto drained = [&h]() -> gpuctl::testing::FakeTransport& {
+    return h.fake()
         .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1").dump()))
         .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", json_answer(201, whoami("alice")))
         .on("PATCH", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()))
         .on("GET", "/api/v1/pods", json_answer(200, gpuctl::testing::nodeadmin::list_of({})),
             "fieldSelector=spec.nodeName%3Dn1")
-        .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()))
+        .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()));
+  };
+  auto routes = [&](bool healthy) {
+    drained()
         .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()))
         .on("PATCH", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", !healthy).dump()));
     h.ssh().on("10.0.0.1", gpuctl::testing::remote_ran(healthy ? healthy_probe() : driver_not_loaded_probe()));
@@ -150,14 +154,7 @@ TEST_CASE("cli: drain --rolling --uncordon verifies before each uncordon unless 
   CHECK(bad.err.ends_with("error: 1 node(s) not fully drained: n1\n"));
 
   // --no-verify: the uncordon as before, no ssh.
-  h.fake()
-      .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1").dump()))
-      .on("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", json_answer(201, whoami("alice")))
-      .on("PATCH", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()))
-      .on("GET", "/api/v1/pods", json_answer(200, gpuctl::testing::nodeadmin::list_of({})),
-          "fieldSelector=spec.nodeName%3Dn1")
-      .on("GET", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1", true).dump()))
-      .on("PATCH", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1").dump()));
+  drained().on("PATCH", "/api/v1/nodes/n1", json_answer(200, gpu_node("n1", "10.0.0.1").dump()));
   auto skipped = h.run({"drain", "n1", "--rolling", "--uncordon", "--no-verify"});
   INFO(skipped.err);
   CHECK(skipped.exit_code == 0);
