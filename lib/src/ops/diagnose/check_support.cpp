@@ -193,11 +193,16 @@ const NodeProbe* probe_of(const Snapshot& snapshot, std::string_view node) {
   return it == snapshot.probes.end() ? nullptr : &it->second;
 }
 
-std::optional<bool> node_ready(const nlohmann::json& node) {
-  for (const auto& c : kube::node_conditions(node)) {
-    if (c.type == "Ready") return c.status == "True";
+std::optional<kube::NodeCondition> node_condition(const nlohmann::json& node, std::string_view type) {
+  for (auto& c : kube::node_conditions(node)) {
+    if (c.type == type) return std::move(c);
   }
   return std::nullopt;
+}
+
+std::optional<bool> node_ready(const nlohmann::json& node) {
+  auto ready = node_condition(node, "Ready");
+  return ready ? std::optional<bool>(ready->status == "True") : std::nullopt;
 }
 
 std::string gpu_name(const gpu::GpuInfo& gpu) {

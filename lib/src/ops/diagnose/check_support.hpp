@@ -96,6 +96,8 @@ namespace gpuctl::ops::diagnose::support {
 
 // The node's probe, nullptr when it was not probed.
 const NodeProbe* probe_of(const Snapshot& snapshot, std::string_view node);
+// The node's condition of this type (Ready, NetworkUnavailable, ...), nullopt when it has none.
+std::optional<kube::NodeCondition> node_condition(const nlohmann::json& node, std::string_view type);
 // The node's ready condition: true, false (False or Unknown), nullopt when it has none.
 std::optional<bool> node_ready(const nlohmann::json& node);
 // "GPU 3 (00000000:3B:00.0)", the bus id when nvidia-smi gave one.

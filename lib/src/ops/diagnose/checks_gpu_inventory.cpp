@@ -5,6 +5,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check_support.hpp"
 #include "gpuctl/kube/quantity.hpp"
@@ -73,9 +74,7 @@ std::string versions_line(const PoolDrivers& pool) {
   for (const auto& [text, nodes] : pool.nodes_by_version) {
     parts.push_back(fmt::format("{} on {} node{}", text, nodes.size(), nodes.size() == 1 ? "" : "s"));
   }
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
-  return out;
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 }  // namespace
@@ -94,13 +93,11 @@ std::vector<Finding> check_gpu_count_mismatch(const Snapshot& snapshot) {
     std::vector<std::string> parts = {fmt::format("nvidia-smi sees {}", seen)};
     if (capacity) parts.push_back(fmt::format("the device plugin registered {} (capacity)", *capacity));
     if (labelled) parts.push_back(fmt::format("GFD's nvidia.com/gpu.count says {}", *labelled));
-    std::string joined;
-    for (const auto& p : parts) joined += (joined.empty() ? "" : ", ") + p;
     std::string cause =
         seen < expected ? fmt::format("{} GPU(s) missing: fallen off the bus or not detected at boot", expected - seen)
                         : std::string("the labels are stale (GFD not re-run since the GPUs changed)");
-    Finding f =
-        node_finding("gpu-count-mismatch", Severity::error, name, fmt::format("{}: {}; {}", name, joined, cause));
+    Finding f = node_finding("gpu-count-mismatch", Severity::error, name,
+                             fmt::format("{}: {}; {}", name, fmt::join(parts, ", "), cause));
     f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", fmt::format("{} GPU(s) reported", seen)));
     if (capacity)
       f.evidence.push_back(

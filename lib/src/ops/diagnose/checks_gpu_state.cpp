@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check_support.hpp"
 
@@ -48,12 +49,6 @@ std::map<std::string, NodePods> gpu_pods_on_nodes(const Snapshot& snapshot) {
   return out;
 }
 
-std::string joined(const std::vector<std::string>& parts, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : std::string(sep)) + p;
-  return out;
-}
-
 }  // namespace
 
 std::vector<Finding> check_gpu_throttled(const Snapshot& snapshot) {
@@ -73,12 +68,13 @@ std::vector<Finding> check_gpu_throttled(const Snapshot& snapshot) {
       const bool hot = left && *left <= kSlowdownMarginC;
       if (active.empty() && !hot) continue;
       std::vector<std::string> why;
-      if (!active.empty()) why.push_back("clocks held down by " + joined(active));
+      if (!active.empty()) why.push_back(fmt::format("clocks held down by {}", fmt::join(active, ", ")));
       if (hot) why.push_back(fmt::format("{} C from its slowdown temperature", std::max(*left, 0)));
       Finding f = node_finding("gpu-throttled", Severity::warning, name,
-                               fmt::format("{} of {} is throttled: {}", gpu_name(gpu), name, joined(why, "; ")));
+                               fmt::format("{} of {} is throttled: {}", gpu_name(gpu), name, fmt::join(why, "; ")));
       if (!active.empty())
-        f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x clocks_event_reasons", joined(active)));
+        f.evidence.push_back(
+            probe_evidence(name, "nvidia-smi -q -x clocks_event_reasons", fmt::format("{}", fmt::join(active, ", "))));
       if (gpu.temperature.gpu_c)
         f.evidence.push_back(
             probe_evidence(name, "nvidia-smi -q -x temperature", fmt::format("gpu_temp={} C", *gpu.temperature.gpu_c)));
@@ -169,8 +165,9 @@ std::vector<Finding> check_pcie_link_degraded(const Snapshot& snapshot) {
       }
       Finding f = node_finding("pcie-link-degraded", Severity::warning, name,
                                fmt::format("{} of {}: PCIe link degraded ({}): host transfers are slower",
-                                           gpu_name(gpu), name, joined(why)));
-      f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x pci_gpu_link_info", joined(why)));
+                                           gpu_name(gpu), name, fmt::join(why, ", ")));
+      f.evidence.push_back(
+          probe_evidence(name, "nvidia-smi -q -x pci_gpu_link_info", fmt::format("{}", fmt::join(why, ", "))));
       f.remedy = {fmt::format("ssh {} sudo lspci -vv -s {} | grep -i lnk", name, gpu.pci_bus_id ? *gpu.pci_bus_id : ""),
                   "reseat the GPU or its riser at the next maintenance"};
       out.push_back(std::move(f));
@@ -197,7 +194,7 @@ std::vector<Finding> check_nvlink_down(const Snapshot& snapshot) {
                                fmt::format("GPU {} of {}: {} of {} NVLinks inactive (links {}): peer-to-peer traffic "
                                            "falls back to PCIe or fails",
                                            g.index, name, g.inactive_links.size(),
-                                           g.inactive_links.size() + g.active_links.size(), joined(down)));
+                                           g.inactive_links.size() + g.active_links.size(), fmt::join(down, ", ")));
       f.evidence.push_back(probe_evidence(name, "nvidia-smi nvlink -s",
                                           fmt::format("GPU {}: Link {}: <inactive>", g.index, down.front())));
       f.remedy = {

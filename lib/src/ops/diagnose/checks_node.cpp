@@ -23,13 +23,6 @@ using support::first_few;
 using support::gpu_pods_by_node;
 using support::node_finding;
 
-std::optional<Condition> condition_of(const json& node, std::string_view type) {
-  for (auto& c : kube::node_conditions(node)) {
-    if (c.type == type) return std::move(c);
-  }
-  return std::nullopt;
-}
-
 Evidence condition_evidence(const std::string& node, const Condition& c) {
   std::string text = fmt::format("{}={}", c.type, c.status);
   if (!c.reason.empty()) text += " reason=" + c.reason;
@@ -52,7 +45,7 @@ std::vector<Finding> check_node_not_ready(const Snapshot& snapshot) {
   for (const auto& node : snapshot.list(Source::nodes)) {
     if (!is_gpu_node(node)) continue;
     std::string name = kube::name_of(node);
-    auto ready = condition_of(node, "Ready");
+    auto ready = support::node_condition(node, "Ready");
     if (ready && ready->status == "True") continue;
     // No Ready condition at all: the kubelet never reported, which the API shows as Unknown.
     Condition c = ready.value_or(Condition{"Ready", "Unknown", "", "the node has no Ready condition", ""});
@@ -76,7 +69,7 @@ std::vector<Finding> check_node_network_unavailable(const Snapshot& snapshot) {
   std::vector<Finding> out;
   for (const auto& node : snapshot.list(Source::nodes)) {
     if (!is_gpu_node(node)) continue;
-    auto c = condition_of(node, "NetworkUnavailable");
+    auto c = support::node_condition(node, "NetworkUnavailable");
     if (!c || c->status != "True") continue;
     std::string name = kube::name_of(node);
     Finding f = node_finding(
@@ -98,7 +91,7 @@ std::vector<Finding> check_node_pressure(const Snapshot& snapshot) {
     std::string name = kube::name_of(node);
     std::vector<Condition> under;
     for (const char* type : {"MemoryPressure", "DiskPressure", "PIDPressure"}) {
-      if (auto c = condition_of(node, type); c && c->status == "True") under.push_back(*c);
+      if (auto c = support::node_condition(node, type); c && c->status == "True") under.push_back(*c);
     }
     if (under.empty()) continue;
     std::vector<std::string> kinds;

@@ -12,16 +12,9 @@ namespace {
 using namespace support;
 using gpu::NvsmiErrorKind;
 
-std::optional<kube::NodeCondition> condition_of(const json& node, std::string_view type) {
-  for (auto& c : kube::node_conditions(node)) {
-    if (c.type == type) return std::move(c);
-  }
-  return std::nullopt;
-}
-
 // What an ssh failure means once Kubernetes' view is known.
 std::string unreachable_meaning(const json& node, const NodeProbe& probe) {
-  auto network = condition_of(node, "NetworkUnavailable");
+  auto network = node_condition(node, "NetworkUnavailable");
   if (network && network->status == "True") {
     return "and its network is not set up (NetworkUnavailable=True): fix the node's network (CNI, routes) first";
   }

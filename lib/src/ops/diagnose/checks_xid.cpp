@@ -2,6 +2,7 @@
 // --since, judged per GPU by the catalogue in gpu/xid.hpp) and ecc-errors (nvidia-smi's ECC,
 // page retirement and row remapping records).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check_support.hpp"
 #include "gpuctl/util/time.hpp"
@@ -146,9 +147,8 @@ std::vector<Finding> check_ecc_errors(const Snapshot& snapshot) {
             fmt::format("ecc_errors.aggregate.uncorrected={}", aggregate_unc));
       }
       if (why.empty()) continue;
-      std::string joined;
-      for (const auto& w : why) joined += (joined.empty() ? "" : "; ") + w;
-      Finding f = node_finding("ecc-errors", worst, name, fmt::format("{} of {}: {}", gpu_name(gpu), name, joined));
+      Finding f = node_finding("ecc-errors", worst, name,
+                               fmt::format("{} of {}: {}", gpu_name(gpu), name, fmt::join(why, "; ")));
       for (auto& e : evidence) f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", std::move(e)));
       const std::string bus = gpu.pci_bus_id ? *gpu.pci_bus_id : std::to_string(gpu.index);
       f.remedy = {
