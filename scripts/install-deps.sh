@@ -7,6 +7,7 @@ packages=(
   # build
   build-essential cmake ninja-build ccache pkg-config
   libcli11-dev libyaml-cpp-dev libcurl4-openssl-dev nlohmann-json3-dev libfmt-dev libpugixml-dev
+  zlib1g-dev
   # tests
   catch2
   # the e2e checks of diagnose's outputs: real readers of JUnit (xmllint against the XSD that
