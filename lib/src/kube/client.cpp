@@ -238,6 +238,7 @@ Query write_query_params(const WriteOptions& options, Query query = {}) {
   query.add_if(options.dry_run, "dryRun", "All");
   query.add_if(!options.field_validation.empty(), "fieldValidation", options.field_validation);
   query.add_if(!options.field_manager.empty(), "fieldManager", options.field_manager);
+  query.add_if(options.force, "force", "true");
   return query;
 }
 }  // namespace
@@ -272,6 +273,7 @@ Result<json> Client::patch(std::string_view path, PatchType type, const json& bo
       req.headers.emplace_back("Content-Type", "application/strategic-merge-patch+json");
       break;
     case PatchType::json_patch: req.headers.emplace_back("Content-Type", "application/json-patch+json"); break;
+    case PatchType::apply: req.headers.emplace_back("Content-Type", "application/apply-patch+yaml"); break;
   }
   req.body = body.dump();
   GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));

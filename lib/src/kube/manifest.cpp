@@ -57,7 +57,11 @@ Result<json> to_json(const YAML::Node& node, std::string_view source) {
 
 }  // namespace
 
-Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view source) {
+namespace {
+
+// Every non-empty document of `text`, each checked for depth and alias expansion; at most
+// `max_documents`.
+Result<std::vector<YAML::Node>> load_documents(std::string_view text, std::string_view source, int max_documents) {
   // What parses is sent as JSON, which must be UTF-8 (kubectl's YAML reader refuses the same).
   if (std::size_t valid = util::valid_utf8_prefix(text); valid != text.size()) {
     return fail(Errc::invalid_argument,
@@ -73,11 +77,11 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   std::vector<YAML::Node> docs;
   try {
     const std::string owned(text);
-    if (detail::count_yaml_documents(owned, kMaxDocuments) > kMaxDocuments) {
+    if (detail::count_yaml_documents(owned, max_documents) > max_documents) {
       return fail(Errc::invalid_argument,
                   fmt::format("{}: holds more than {} YAML documents (or a stray ',' after a value); "
                               "give one object per file",
-                              source, kMaxDocuments));
+                              source, max_documents));
     }
     docs = YAML::LoadAll(owned);
   } catch (const YAML::DeepRecursion&) {
@@ -88,21 +92,41 @@ Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view so
   }
   std::vector<YAML::Node> real;
   for (auto& d : docs) {
-    if (!d.IsNull()) real.push_back(d);
+    if (d.IsNull()) continue;
+    if (!d.IsMap()) {
+      return fail(Errc::invalid_argument, fmt::format("{}:{}: a document is not an object (expected apiVersion, "
+                                                      "kind, metadata, spec)",
+                                                      source, d.Mark().line + 1));
+    }
+    // Depth and alias expansion are bounded before to_json recurses and copies.
+    GPUCTL_TRY(detail::check_yaml_tree(d, source, text.size(), Errc::invalid_argument));
+    real.push_back(d);
   }
   if (real.empty())
     return fail(Errc::invalid_argument, fmt::format("{}: holds no object; expected one manifest", source));
-  if (real.size() > 1) {
+  return real;
+}
+
+}  // namespace
+
+Result<nlohmann::json> parse_manifest(std::string_view text, std::string_view source) {
+  GPUCTL_TRY_ASSIGN(std::vector<YAML::Node> docs, load_documents(text, source, kMaxDocuments));
+  if (docs.size() > 1) {
     return fail(Errc::invalid_argument,
-                fmt::format("{}: holds {} documents; give one object per file", source, real.size()));
+                fmt::format("{}: holds {} documents; give one object per file", source, docs.size()));
   }
-  if (!real[0].IsMap()) {
-    return fail(Errc::invalid_argument,
-                fmt::format("{}: is not an object (expected apiVersion, kind, metadata, spec)", source));
+  return to_json(docs[0], source);
+}
+
+Result<std::vector<nlohmann::json>> parse_manifests(std::string_view text, std::string_view source, int max_documents) {
+  GPUCTL_TRY_ASSIGN(std::vector<YAML::Node> docs, load_documents(text, source, max_documents));
+  std::vector<json> out;
+  out.reserve(docs.size());
+  for (const auto& d : docs) {
+    GPUCTL_TRY_ASSIGN(json object, to_json(d, source));
+    out.push_back(std::move(object));
   }
-  // Depth and alias expansion are bounded before to_json recurses and copies.
-  GPUCTL_TRY(detail::check_yaml_tree(real[0], source, text.size(), Errc::invalid_argument));
-  return to_json(real[0], source);
+  return out;
 }
 
 }  // namespace gpuctl::kube

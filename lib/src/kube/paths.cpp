@@ -123,4 +123,18 @@ std::string daemon_set(std::string_view ns, std::string_view name) {
 }
 std::string core_v1_discovery() { return "/api/v1"; }
 
+std::string resources(std::string_view group_version, std::string_view plural, bool namespaced, std::string_view ns) {
+  if (!namespaced) ns = {};
+  return group_version == "v1" ? core(ns, plural) : group(group_version, ns, plural);
+}
+std::string resource(std::string_view group_version, std::string_view plural, bool namespaced, std::string_view ns,
+                     std::string_view name) {
+  if (!namespaced) return resources(group_version, plural, false) + "/" + seg(name);
+  return group_version == "v1" ? core_object(ns, plural, name) : group_object(group_version, ns, plural, name);
+}
+std::string group_discovery(std::string_view group) { return "/apis/" + seg(group); }
+std::string group_version_discovery(std::string_view group_version) {
+  return group_version == "v1" ? core_v1_discovery() : "/apis/" + std::string(group_version);
+}
+
 }  // namespace gpuctl::kube::paths

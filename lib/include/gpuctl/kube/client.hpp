@@ -50,12 +50,14 @@ enum class PatchType {
   merge,            // application/merge-patch+json (RFC 7386)
   strategic_merge,  // application/strategic-merge-patch+json (built-in types only)
   json_patch,       // application/json-patch+json (RFC 6902)
+  apply,            // application/apply-patch+yaml: server-side apply (JSON is YAML); needs field_manager
 };
 
 struct WriteOptions {
   bool dry_run = false;          // dryRun=All: full admission and validation, nothing persisted
   std::string field_validation;  // "Strict", "Warn" or "Ignore"; empty: the server's default
   std::string field_manager;     // fieldManager=...
+  bool force = false;            // force=true: a server-side apply takes over conflicting fields
 };
 
 struct ListOptions {

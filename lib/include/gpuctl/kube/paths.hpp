@@ -45,4 +45,16 @@ std::string daemon_sets(std::string_view ns = {});
 std::string daemon_set(std::string_view ns, std::string_view name);
 std::string core_v1_discovery();  // /api/v1, to find the pods/eviction subresource
 
+// Any resource by its group/version and plural, as backup and restore read them: `group_version`
+// is "v1" for the core group, "batch/v1", "resource.k8s.io/v1", ...; the collection of every
+// namespace when `ns` is empty (and always for a cluster-scoped resource: `namespaced` false).
+std::string resources(std::string_view group_version, std::string_view plural, bool namespaced,
+                      std::string_view ns = {});
+std::string resource(std::string_view group_version, std::string_view plural, bool namespaced, std::string_view ns,
+                     std::string_view name);
+// Discovery: "/apis/<group>" (its versions, preferred first) and "/apis/<group>/<version>" or
+// "/api/v1" (the resources a version serves).
+std::string group_discovery(std::string_view group);
+std::string group_version_discovery(std::string_view group_version);
+
 }  // namespace gpuctl::kube::paths
