@@ -35,4 +35,13 @@ bool is_gpu_node(const nlohmann::json& node) {
   return !gpu_product_of(node).first.empty();
 }
 
+bool looks_like_device_plugin(const nlohmann::json& ds) {
+  const std::string name = kube::name_of(ds);
+  if (name.find("mps-control-daemon") != std::string::npos) return false;
+  return name.find("nvidia-device-plugin") != std::string::npos ||
+         kube::label_of(ds, "app.kubernetes.io/name") == "nvidia-device-plugin" ||
+         kube::label_of(ds, "app") == "nvidia-device-plugin-daemonset" ||
+         kube::label_of(ds, "name") == "nvidia-device-plugin-ds";
+}
+
 }  // namespace gpuctl::ops

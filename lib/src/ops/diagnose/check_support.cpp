@@ -156,14 +156,9 @@ Evidence event_evidence(const json& event) {
 namespace gpuctl::ops::diagnose::support {
 
 bool is_device_plugin(const nlohmann::json& ds, const nlohmann::json* selector) {
+  if (selector == nullptr) return looks_like_device_plugin(ds);
   const json& labels = field(field(ds, "metadata"), "labels");
-  if (selector != nullptr) return labels.is_object() && selector_matches(*selector, labels);
-  std::string name = kube::name_of(ds);
-  if (name.find("mps-control-daemon") != std::string::npos) return false;
-  return name.find("nvidia-device-plugin") != std::string::npos ||
-         kube::label_of(ds, "app.kubernetes.io/name") == "nvidia-device-plugin" ||
-         kube::label_of(ds, "app") == "nvidia-device-plugin-daemonset" ||
-         kube::label_of(ds, "name") == "nvidia-device-plugin-ds";
+  return labels.is_object() && selector_matches(*selector, labels);
 }
 
 std::string selector_string(const nlohmann::json& ds) {

@@ -78,10 +78,7 @@ void for_each_line(std::string_view text, const std::function<void(std::string_v
 namespace gpuctl::ops::diagnose::support {
 
 // Is this DaemonSet the GPU device plugin? With `selector` (a parsed label selector, --device-
-// plugin-selector) only its labels decide; else the names and labels NVIDIA's static manifest
-// (nvidia-device-plugin-daemonset, name=nvidia-device-plugin-ds), Helm chart
-// (app.kubernetes.io/name=nvidia-device-plugin) and GPU Operator (app=nvidia-device-plugin-daemonset)
-// use, leaving out the chart's MPS control daemon.
+// plugin-selector) only its labels decide; else looks_like_device_plugin (gpu_vocabulary).
 bool is_device_plugin(const nlohmann::json& daemon_set, const nlohmann::json* selector);
 // The DaemonSet's spec.selector.matchLabels as a label selector string ("k=v,k2=v2"); "" when none.
 std::string selector_string(const nlohmann::json& daemon_set);

@@ -33,4 +33,10 @@ std::pair<std::string, std::string> gpu_product_of(const nlohmann::json& node);
 // GPU product label.
 bool is_gpu_node(const nlohmann::json& node);
 
+// Is this DaemonSet NVIDIA's device plugin, by the names and labels its static manifest
+// (nvidia-device-plugin-daemonset, name=nvidia-device-plugin-ds), Helm chart
+// (app.kubernetes.io/name=nvidia-device-plugin) and the GPU Operator
+// (app=nvidia-device-plugin-daemonset) use? The chart's MPS control daemon is not.
+bool looks_like_device_plugin(const nlohmann::json& daemon_set);
+
 }  // namespace gpuctl::ops
