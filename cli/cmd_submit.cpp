@@ -9,6 +9,7 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
+#include "input_file.hpp"
 #include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/jobs/job_logs.hpp"
@@ -85,19 +86,8 @@ Result<ValidatedSubmit> validate(SubmitOptions& o) {
 }
 
 Result<json> read_manifest(const std::string& path) {
-  std::string text;
-  if (path == "-") {
-    std::stringstream ss;
-    ss << std::cin.rdbuf();
-    text = ss.str();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return fail(Errc::io, fmt::format("cannot read {}: {}", path, std::strerror(errno)));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    text = ss.str();
-  }
-  return kube::parse_manifest(text, path == "-" ? "stdin" : path);
+  GPUCTL_TRY_ASSIGN(std::string text, read_input_file(path));
+  return kube::parse_manifest(text, input_name(path));
 }
 
 std::string gpu_phrase(const json& job) {

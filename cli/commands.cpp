@@ -9,6 +9,7 @@ const std::vector<CommandSpec>& command_table() {
       {"Node administration", &register_label}, {"Node administration", &register_cordon},
       {"Node administration", &register_drain}, {"GPU workloads", &register_submit},
       {"GPU workloads", &register_jobs},        {"GPU workloads", &register_quota},
+      {"Cluster state", &register_backup},      {"Cluster state", &register_restore},
   };
   return table;
 }

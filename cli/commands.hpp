@@ -24,5 +24,7 @@ void register_submit(CLI::App& app, AppContext& context);
 void register_jobs(CLI::App& app, AppContext& context);   // jobs and jobs clean
 void register_quota(CLI::App& app, AppContext& context);  // quota, quota set/delete/fix
 void register_diagnose(CLI::App& app, AppContext& context);
+void register_backup(CLI::App& app, AppContext& context);  // backup and backup inspect
+void register_restore(CLI::App& app, AppContext& context);
 
 }  // namespace gpuctl::cli
