@@ -284,13 +284,25 @@ REBIND_PVS = {("PersistentVolume", "", "br-pv-a"), ("PersistentVolume", "", "br-
 SNAP_RESOURCES = ",".join(r for r in RESOURCES if r != "nodes")
 
 
+# Kinds whose status controllers keep writing (DaemonSet and Job counts, quota usage, PV/PVC
+# phases): their resourceVersion moves without anyone touching what a restore writes.
+STATUS_KINDS = {"DaemonSet", "Job", "ResourceQuota", "PersistentVolume", "PersistentVolumeClaim", "Namespace"}
+
+
 def snapshot():
-    """resourceVersion of every object of the archived kinds, and each node's restorable state
-    (node resourceVersions move with kwok's status heartbeats)."""
+    """resourceVersion of every object of the archived kinds; for the kinds with a busy status,
+    the object without its status (managedFields included, status writers' entries left out);
+    and each node's restorable state (node resourceVersions move with kwok's heartbeats)."""
     snap = {}
-    for o in h.kubectl("get", SNAP_RESOURCES, "-A", "-o", "json")["items"]:
+    for o in h.kubectl("get", SNAP_RESOURCES, "-A", "-o", "json", "--show-managed-fields")["items"]:
         m = o["metadata"]
-        snap[(o["kind"], m.get("namespace", ""), m["name"])] = m["resourceVersion"]
+        key = (o["kind"], m.get("namespace", ""), m["name"])
+        if o["kind"] in STATUS_KINDS:
+            meta = dict(m, managedFields=[e for e in m.get("managedFields") or [] if e.get("subresource") != "status"])
+            meta.pop("resourceVersion")
+            snap[key] = json.dumps(dict(o, metadata=meta, status=None), sort_keys=True)
+        else:
+            snap[key] = m["resourceVersion"]
     for n in h.kubectl("get", "nodes", "-o", "json")["items"]:
         snap[("Node", "", n["metadata"]["name"])] = json.dumps(
             [n["metadata"].get("labels"), n["metadata"].get("annotations"), n["spec"].get("taints"),
@@ -330,9 +342,11 @@ def read_members(data):
 
 def write_members(path, members):
     """A gzip tar of `members` in that order, each header as it was but for the size (what a
-    careful tamperer makes: a valid archive whose content no longer matches its manifest)."""
+    careful tamperer makes: a valid archive whose content no longer matches its manifest). Plain
+    ustar, as gpuctl writes: its reader refuses pax and GNU extension headers, and a refusal for
+    the format would let a tampering test pass for the wrong reason."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.PAX_FORMAT) as t:
+    with tarfile.open(fileobj=buf, mode="w:gz", format=tarfile.USTAR_FORMAT) as t:
         for info, data in members:
             info = _copy_info(info)
             if data is None:
