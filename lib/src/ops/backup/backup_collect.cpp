@@ -181,7 +181,7 @@ class Collector {
       return {};
     }
     if (!error.is_forbidden()) return std::unexpected(error.with_context(fmt::format("listing {}", kind.folder())));
-    const std::string reason = fmt::format("forbidden: {}", error.message);
+    const std::string& reason = error.message;
     if (!options_.allow_partial) {
       return fail(Errc::api, fmt::format("cannot read {} ({}); nothing was written: grant list/get on it, or pass "
                                          "--allow-partial to record the gap in the manifest",
