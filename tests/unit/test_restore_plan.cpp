@@ -22,20 +22,39 @@ ops::BackupObject archived_node() {
 
 TEST_CASE("restore_plan: a node gets back its labels, taints and cordon, and only those are applied",
           "[restore_plan]") {
-  json live = json::parse(R"({"metadata": {"name": "gpu-1", "labels": {"team": "a", "new": "x"}},
-    "spec": {"taints": [{"key": "quarantine", "effect": "NoExecute"}]}})");
+  json live = json::parse(R"({"metadata": {"name": "gpu-1", "resourceVersion": "9", "labels": {"team": "a",
+    "new": "x"}}, "spec": {"taints": [{"key": "quarantine", "effect": "NoSchedule"}]}})");
   auto plan = ops::plan_restore(archived_node(), live);
   CHECK(plan.action == ops::RestoreAction::update);
   REQUIRE(plan.changes.size() == 3);
   CHECK(plan.changes[0].field == "metadata.labels[nvidia.com/gpu.product]");
   CHECK(plan.changes[0].from.is_null());
-  CHECK(plan.changes[1].field == "spec.taints[nvidia.com/gpu:NoSchedule]");
-  CHECK(plan.changes[2].field == "spec.unschedulable");
-  // The taint there now stays; "team" is unchanged and not taken over; "new" is left alone.
+  CHECK(plan.changes[1].field == "spec.unschedulable");
+  CHECK(plan.changes[2].field == "spec.taints[nvidia.com/gpu:NoSchedule]");
+  // "team" is unchanged and not taken over; "new" is left alone.
   CHECK(plan.apply == json::parse(R"({"apiVersion": "v1", "kind": "Node",
     "metadata": {"name": "gpu-1", "labels": {"nvidia.com/gpu.product": "NVIDIA-H100"}},
-    "spec": {"unschedulable": true, "taints": [{"key": "quarantine", "effect": "NoExecute"},
+    "spec": {"unschedulable": true}})"));
+  // Taints are an atomic list: the one there now stays, the missing one is added, under the
+  // resourceVersion that was read.
+  CHECK(plan.guarded_patch == json::parse(R"({"metadata": {"resourceVersion": "9"},
+    "spec": {"taints": [{"key": "quarantine", "effect": "NoSchedule"},
              {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]}})"));
+}
+
+TEST_CASE("restore_plan: a NoExecute taint or another value of a taint is left as it is, and said", "[restore_plan]") {
+  auto archived = archived_node();
+  archived.object["spec"]["taints"].push_back({{"key", "maint"}, {"value", "x"}, {"effect", "NoExecute"}});
+  json live = json::parse(R"({"metadata": {"name": "gpu-1", "resourceVersion": "9", "labels":
+    {"nvidia.com/gpu.product": "NVIDIA-H100", "team": "a"}}, "spec": {"unschedulable": true, "taints":
+    [{"key": "nvidia.com/gpu", "value": "shared", "effect": "NoSchedule"}]}})");
+  auto plan = ops::plan_restore(archived, live);
+  CHECK(plan.action == ops::RestoreAction::unchanged);
+  CHECK(plan.guarded_patch.is_null());
+  CHECK(plan.reason ==
+        "taint nvidia.com/gpu:NoSchedule is there with value \"shared\" (archived \"present\"); left as "
+        "it is; NoExecute taint maint=x not added back: it would evict the pods that do not tolerate it "
+        "(gpuctl taint NODE maint=x:NoExecute --yes)");
 }
 
 TEST_CASE("restore_plan: a node already as archived is unchanged, a cordon there now is kept", "[restore_plan]") {
@@ -61,6 +80,7 @@ TEST_CASE("restore_plan: keys a previous restore applied stay in the apply, so t
         json({{"nvidia.com/gpu.product", "NVIDIA-H100"}, {"restored-before", "y"}}));
   CHECK(plan.apply["spec"]["unschedulable"] == true);
   CHECK_FALSE(plan.apply["spec"].contains("taints"));
+  CHECK(plan.guarded_patch.is_null());
 }
 
 TEST_CASE("restore_plan: a missing node is skipped, a missing object created, a controller's left to it",
@@ -111,7 +131,7 @@ TEST_CASE("restore_plan: a volume Released by its deleted claim is freed when th
   auto plan = ops::plan_restore(pv, live, context);
   CHECK(plan.action == ops::RestoreAction::update);
   CHECK(plan.apply.is_null());  // the definition is in place: only the release is sent
-  CHECK(plan.release == json::parse(R"({"metadata": {"resourceVersion": "41"},
+  CHECK(plan.guarded_patch == json::parse(R"({"metadata": {"resourceVersion": "41"},
     "spec": {"claimRef": {"uid": null, "resourceVersion": null}}})"));
   // Not restoring that claim: the volume is left as it is.
   context.restores_claim = [](const std::string&, const std::string&) { return false; };

@@ -10,6 +10,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/ops/common/conflict_retry.hpp"
 #include "gpuctl/ops/restore/restore.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/parallel.hpp"
@@ -41,6 +42,31 @@ std::vector<ManagerConflict> conflicts_of(const Error& error) {
 }
 
 std::string api_version_of(const BackupObject& o) { return kube::string_field(o.object, "apiVersion"); }
+
+// Removes from a node's apply body the fields the server named in conflicts
+// (".metadata.labels.nvidia.com/gpu.product", ".spec.unschedulable"); false when one of them is
+// not a field the body sets, so the request cannot be narrowed.
+bool drop_conflicting_fields(json& body, const std::vector<ManagerConflict>& conflicts) {
+  for (const auto& c : conflicts) {
+    bool dropped = false;
+    for (const char* map : {"labels", "annotations"}) {
+      const std::string prefix = fmt::format(".metadata.{}.", map);
+      if (c.field.starts_with(prefix) && body["metadata"].contains(map)) {
+        dropped = body["metadata"][map].erase(c.field.substr(prefix.size())) > 0;
+      }
+    }
+    if (c.field == ".spec.unschedulable" && body.contains("spec")) dropped = body["spec"].erase("unschedulable") > 0;
+    if (!dropped) return false;
+  }
+  return true;
+}
+
+bool body_is_empty_node(const json& body) {
+  const json& meta = body["metadata"];
+  const bool labels = meta.contains("labels") && !meta["labels"].empty();
+  const bool annotations = meta.contains("annotations") && !meta["annotations"].empty();
+  return !labels && !annotations && !(body.contains("spec") && !body["spec"].empty());
+}
 
 // One kind's objects as the cluster holds them now, by (namespace, name); nullopt when the
 // cluster does not serve the kind at that apiVersion.
@@ -181,17 +207,50 @@ class Restorer {
     }
     const std::string path = kube::paths::resource(api_version_of(object), object.kind->resource,
                                                    object.kind->namespaced, object.namespace_name, object.name);
-    kube::WriteOptions write = write_options(options_.dry_run);
-    if (!plan.release.is_null()) {
-      auto released = client_.patch(path, kube::PatchType::merge, plan.release, write);
-      if (!released) return failed(item, released.error());
+    if (!plan.guarded_patch.is_null()) {
+      if (auto sent = send_guarded_patch(object, path, plan); !sent) return failed(item, sent.error());
     }
     if (!plan.apply.is_null()) {
-      write.force = options_.force_conflicts;
-      auto applied = client_.patch(path, kube::PatchType::apply, plan.apply, write);
-      if (!applied) return failed(item, applied.error());
+      if (auto sent = send_apply(object, path, plan.apply, item); !sent) return failed(item, sent.error());
     }
-    item.result = options_.dry_run == DryRun::none ? RestoreResult::applied : RestoreResult::planned;
+    if (item.result != RestoreResult::conflict)
+      item.result = options_.dry_run == DryRun::none ? RestoreResult::applied : RestoreResult::planned;
+  }
+
+  // The merge patch carries the resourceVersion it was planned on: a 409 means the object
+  // changed in between, so it is read and planned again (ops::retry_on_conflict).
+  Result<void> send_guarded_patch(const BackupObject& object, const std::string& path, const RestorePlan& first) {
+    int conflicts = 0;
+    return retry_on_conflict(3, conflicts, [&](int attempt) -> Result<void> {
+      json patch = first.guarded_patch;
+      if (attempt > 0) {
+        GPUCTL_TRY_ASSIGN(json live, client_.get(path));
+        patch = plan_restore(object, live, context()).guarded_patch;
+        if (patch.is_null()) return {};  // somebody else did it meanwhile
+      }
+      GPUCTL_TRY(client_.patch(path, kube::PatchType::merge, patch, write_options(options_.dry_run)));
+      return {};
+    });
+  }
+
+  // Server-side apply. A node's fields another manager owns are left to it and named as
+  // conflicts, and the rest of the node is applied without them: a label someone else wrote
+  // must not keep the cordon and the other labels from coming back.
+  Result<void> send_apply(const BackupObject& object, const std::string& path, json body, RestoreItem& item) {
+    kube::WriteOptions write = write_options(options_.dry_run);
+    write.force = options_.force_conflicts;
+    auto applied = client_.patch(path, kube::PatchType::apply, body, write);
+    if (applied || object.kind->resource != "nodes" || !applied.error().is_conflict()) {
+      return applied ? Result<void>() : std::unexpected(applied.error());
+    }
+    item.conflicts = conflicts_of(applied.error());
+    if (item.conflicts.empty() || !drop_conflicting_fields(body, item.conflicts))
+      return std::unexpected(applied.error());
+    item.result = RestoreResult::conflict;
+    item.error = applied.error().message;
+    if (body_is_empty_node(body)) return {};
+    auto rest = client_.patch(path, kube::PatchType::apply, body, write);
+    return rest ? Result<void>() : std::unexpected(rest.error());
   }
 
   static void failed(RestoreItem& item, const Error& error) {

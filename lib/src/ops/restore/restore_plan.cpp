@@ -55,7 +55,7 @@ void collect_changes(const json& want, const json& have, const std::string& path
 // server would remove it as no longer wanted.
 struct OwnedByRestore {
   std::set<std::string> labels, annotations;
-  bool taints = false, unschedulable = false;
+  bool unschedulable = false;
 };
 
 std::set<std::string> owned_keys(const json& fields) {
@@ -76,7 +76,6 @@ OwnedByRestore owned_by_restore(const json& node) {
     owned.labels = owned_keys(kube::field_at(fields, {"f:metadata", "f:labels"}));
     owned.annotations = owned_keys(kube::field_at(fields, {"f:metadata", "f:annotations"}));
     const json& spec = kube::field(fields, "f:spec");
-    owned.taints = spec.is_object() && spec.contains("f:taints");
     owned.unschedulable = spec.is_object() && spec.contains("f:unschedulable");
   }
   return owned;
@@ -107,22 +106,35 @@ void map_changes(const json& archived, const json& live, const std::string& path
   }
 }
 
-// The taints now, each archived one added (or its value set) where missing; none removed.
-json merged_taints(const json& archived, const json& live, std::vector<FieldChange>& changes) {
+// The taints now with each archived one that is missing (by key and effect) added; none removed
+// or changed. A NoExecute taint is not added back: it would evict every pod that does not
+// tolerate it, which is gpuctl taint --yes's decision, not a restore's. `notes` says what was
+// left as it is.
+json merged_taints(const json& archived, const json& live, std::vector<FieldChange>& changes,
+                   std::vector<std::string>& notes) {
   json merged = live.is_array() ? live : json::array();
   for (const auto& t : archived.is_array() ? archived : json::array()) {
     const std::string key = kube::string_field(t, "key"), effect = kube::string_field(t, "effect");
+    const std::string value = kube::string_field(t, "value");
     auto same = std::ranges::find_if(merged, [&](const json& m) {
       return kube::string_field(m, "key") == key && kube::string_field(m, "effect") == effect;
     });
-    const std::string field = fmt::format("spec.taints[{}:{}]", key, effect);
-    if (same == merged.end()) {
-      changes.push_back({field, json(), kube::field(t, "value").is_null() ? json("") : t["value"]});
-      merged.push_back(t);
-    } else if (kube::string_field(*same, "value") != kube::string_field(t, "value")) {
-      changes.push_back({field, kube::field(*same, "value"), kube::field(t, "value")});
-      (*same)["value"] = t.contains("value") ? t["value"] : json();
+    if (same != merged.end()) {
+      if (kube::string_field(*same, "value") != value) {
+        notes.push_back(fmt::format("taint {}:{} is there with value \"{}\" (archived \"{}\"); left as it is", key,
+                                    effect, kube::string_field(*same, "value"), value));
+      }
+      continue;
     }
+    if (effect == "NoExecute") {
+      notes.push_back(
+          fmt::format("NoExecute taint {}={} not added back: it would evict the pods that do not "
+                      "tolerate it (gpuctl taint NODE {}={}:NoExecute --yes)",
+                      key, value, key, value));
+      continue;
+    }
+    changes.push_back({fmt::format("spec.taints[{}:{}]", key, effect), json(), value});
+    merged.push_back(t);
   }
   return merged;
 }
@@ -141,17 +153,23 @@ RestorePlan plan_node(const BackupObject& archived, const json& live) {
       map_to_apply(kube::field(want_meta, "annotations"), kube::field(live_meta, "annotations"), owned.annotations);
   if (!labels.empty()) body["metadata"]["labels"] = std::move(labels);
   if (!annotations.empty()) body["metadata"]["annotations"] = std::move(annotations);
-  const json& want_taints = kube::field_at(archived.object, {"spec", "taints"});
-  const std::size_t before = plan.changes.size();
-  json taints = merged_taints(want_taints, kube::field_at(live, {"spec", "taints"}), plan.changes);
-  if (plan.changes.size() > before || owned.taints) body["spec"]["taints"] = std::move(taints);
   const bool cordoned_now = kube::node_unschedulable(live);
   if (kube::node_unschedulable(archived.object) && !cordoned_now)
     plan.changes.push_back({"spec.unschedulable", json(), true});
   if (kube::node_unschedulable(archived.object) || (owned.unschedulable && cordoned_now))
     body["spec"]["unschedulable"] = true;
+  const bool applies = !plan.changes.empty();
+  std::vector<std::string> notes;
+  const std::size_t before = plan.changes.size();
+  json taints = merged_taints(kube::field_at(archived.object, {"spec", "taints"}),
+                              kube::field_at(live, {"spec", "taints"}), plan.changes, notes);
+  if (plan.changes.size() > before) {
+    plan.guarded_patch = {{"metadata", {{"resourceVersion", kube::string_field(live_meta, "resourceVersion")}}},
+                          {"spec", {{"taints", std::move(taints)}}}};
+  }
+  plan.reason = fmt::format("{}", fmt::join(notes, "; "));
   plan.action = plan.changes.empty() ? RestoreAction::unchanged : RestoreAction::update;
-  if (plan.action == RestoreAction::update) plan.apply = std::move(body);
+  if (applies) plan.apply = std::move(body);
   return plan;
 }
 
@@ -170,7 +188,7 @@ void plan_volume_release(const BackupObject& archived, const json& live, const P
   if (!context.restores_claim || !context.restores_claim(ns, name)) return;
   if (context.live_claim_uid && context.live_claim_uid(ns, name) == uid) return;
   plan.changes.push_back({"spec.claimRef.uid", uid, json()});
-  plan.release = {
+  plan.guarded_patch = {
       {"metadata", {{"resourceVersion", kube::string_field(kube::field(live, "metadata"), "resourceVersion")}}},
       {"spec", {{"claimRef", {{"uid", nullptr}, {"resourceVersion", nullptr}}}}}};
 }
@@ -226,7 +244,7 @@ RestorePlan plan_restore(const BackupObject& archived, const std::optional<json>
   if (plan.changes.empty()) return plan;
   plan.action = RestoreAction::update;
   // Only the release changed: the volume's definition is already in place.
-  const bool release_only = !plan.release.is_null() && plan.changes.size() == 1;
+  const bool release_only = !plan.guarded_patch.is_null() && plan.changes.size() == 1;
   if (!release_only) plan.apply = archived.object;
   return plan;
 }

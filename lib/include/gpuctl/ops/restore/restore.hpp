@@ -70,8 +70,11 @@ struct RestorePlan {
   RestoreAction action = RestoreAction::unchanged;
   std::string reason;  // for skip
   std::vector<FieldChange> changes;
-  nlohmann::json apply;    // the server-side apply body (create and update)
-  nlohmann::json release;  // a PV's merge patch freeing it from its deleted claim, or null
+  nlohmann::json apply;  // the server-side apply body (create and update), or null
+  // A merge patch carrying the live object's resourceVersion, for what server-side apply cannot
+  // say: a node's taints with the missing ones added (an atomic list: applying it would take it
+  // over from whoever wrote it last), a PV freed from its deleted claim. Null when none.
+  nlohmann::json guarded_patch;
 };
 
 // What planning needs to know of the cluster besides the live object itself.
