@@ -143,6 +143,7 @@ class Restorer {
     auto live = list_live(client_, kind, api_version, options_.scope);
     std::vector<RestoreItem> items(objects.size());
     std::vector<RestorePlan> plans(objects.size());
+    std::vector<char> planned(objects.size(), 0);  // not for a kind that could not be listed
     for (std::size_t i = 0; i < objects.size(); ++i) {
       RestoreItem& item = items[i];
       item.kind = &kind;
@@ -164,6 +165,7 @@ class Restorer {
       std::optional<json> now;
       if (found != (*live)->end()) now = found->second;
       plans[i] = plan_restore(*objects[i], now, context());
+      planned[i] = 1;
       item.action = plans[i].action;
       item.reason = plans[i].reason;
       item.changes = plans[i].changes;
@@ -173,7 +175,7 @@ class Restorer {
     const std::size_t started = util::parallel_for(
         objects.size(), options_.max_parallel,
         [&](std::size_t i) {
-          if (items[i].error.empty()) apply(*objects[i], plans[i], items[i]);
+          if (planned[i]) apply(*objects[i], plans[i], items[i]);
         },
         [] { return !util::cancelled(); });
     if (started < objects.size()) {
