@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "common_flags.hpp"
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/ops/backup/backup.hpp"
 #include "gpuctl/util/atomic_file.hpp"
@@ -32,13 +33,6 @@ struct InspectOptions {
   std::string file;
   std::string output;
 };
-
-Error usage(std::string message) {
-  Error e;
-  e.code = Errc::invalid_argument;
-  e.message = std::move(message);
-  return e;
-}
 
 Result<std::optional<OutputFormat>> optional_format(const std::string& text) {
   if (text.empty() || text == "text") return std::optional<OutputFormat>();

@@ -62,13 +62,6 @@ struct Validated {
   std::optional<SshRequest> verify;  // set when each node is verified before its uncordon
 };
 
-Error usage(std::string message) {
-  Error e;
-  e.code = Errc::invalid_argument;
-  e.message = std::move(message);
-  return e;
-}
-
 // --verify (on by default) checks each node before the uncordon of --rolling --uncordon; its ssh
 // flags mean nothing anywhere else.
 Result<void> validate_verify(const DrainFlags& f, Validated& v) {

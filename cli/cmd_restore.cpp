@@ -32,13 +32,6 @@ struct RestoreCommandOptions {
   std::string output;
 };
 
-Error usage(std::string message) {
-  Error e;
-  e.code = Errc::invalid_argument;
-  e.message = std::move(message);
-  return e;
-}
-
 // validate: flags into library options, no I/O.
 Result<ops::RestoreOptions> validate(const RestoreCommandOptions& o, const std::string& namespace_name) {
   ops::RestoreOptions options;

@@ -9,7 +9,6 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
-#include "input_file.hpp"
 #include "gpuctl/kube/manifest.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/jobs/job_logs.hpp"
@@ -20,6 +19,7 @@
 #include "gpuctl/output/yaml.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "input_file.hpp"
 #include "output_format.hpp"
 
 namespace gpuctl::cli {
@@ -48,13 +48,6 @@ struct ValidatedSubmit {
   std::optional<OutputFormat> format;
   std::chrono::milliseconds timeout{0};
 };
-
-Error usage(std::string message) {
-  Error e;
-  e.code = Errc::invalid_argument;
-  e.message = std::move(message);
-  return e;
-}
 
 Result<ValidatedSubmit> validate(SubmitOptions& o) {
   ValidatedSubmit v;

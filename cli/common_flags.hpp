@@ -12,6 +12,14 @@ namespace gpuctl::cli {
 
 using ops::DryRun;  // one dry-run type, from lib
 
+// The error of a flag or argument the user got wrong (exit 2), with the fix in `message`.
+inline Error usage(std::string message) {
+  Error e;
+  e.code = Errc::invalid_argument;
+  e.message = std::move(message);
+  return e;
+}
+
 // --dry-run[=none|client|server]; a bare --dry-run means client, as in kubectl.
 // client: print what would be sent, send nothing. server: send with dryRun=All, persist nothing.
 CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text);
