@@ -14,13 +14,18 @@ One flow, in stages that build on each other (a stage whose predecessor failed i
    Released PVs bound again to their recreated PVCs), node state only ever added;
 4. node state from a `kubectl get nodes -o yaml` export (and as multi-document YAML); scoping with
    --only, -n, -l, --nodes;
-5. the API server crashes in the middle of a restore; the re-run completes, nothing duplicated.
+5. the API server crashes in the middle of a restore; the re-run completes, nothing duplicated;
+6. Ctrl-C in the middle of a restore (held at a quota write by a webhook, backup_interrupt.py):
+   exit 130, the kinds before it applied, none after it; the re-run completes, nothing duplicated;
+7. Ctrl-C during `backup -f FILE` (held at its first stderr line): exit 130, no FILE and no
+   temporary beside it, an archive already there left as it was.
 
 What each stage must find is in backup_checks.py, the state and the damage in backup_ground.py,
 archive handling in backup_archive.py. Backup and restore are cluster-wide and stage 5 kills the
 API server, so the suite runs on its own cluster (harness.private_cluster), never on the shared
 one. Node names: br-."""
 import json
+import os
 import re
 import shutil
 import signal
@@ -36,10 +41,14 @@ import faults_common as f
 from backup_archive import (archive_paths, bump_digit_after, fields, flipped_byte, items_of, replace_once,
                             report_json, rewrite_member, truncated)
 from backup_checks import BackupChecks
-from backup_ground import (GPU_JOBS, POOL, QUOTA, REBIND_PVS, TEAMS, TUNER, WRITE_LINE, build_state, damage,
-                           node_state, settled_snapshot, wait_job_pods_gone)
+from backup_ground import (GPU_JOBS, POOL, PRIORITY_CLASS, QUOTA, REBIND_PVS, TEAMS, TUNER, WRITE_LINE, build_state,
+                           damage, node_state, settled_snapshot, wait_job_pods_gone)
+from backup_interrupt import BlockedStderr, HeldWrites
 
 FLEET = (h.HERE / "fleets" / "backup.yaml").read_text()
+# The kinds a restore applies before ResourceQuotas (backup_kinds' order), as the archive has them.
+KINDS_BEFORE_QUOTAS = {"Namespace", "PriorityClass", "RuntimeClass", "StorageClass", "DeviceClass",
+                       "PersistentVolume", "PersistentVolumeClaim"}
 _stop = None
 
 
@@ -271,6 +280,95 @@ class BackupRestoreTest(BackupChecks, h.TestCase):
         self.check_repaired()   # (no taint or label twice, one Job of each name)
         self.check_one_pod_per_job()
         self.done("restart")
+
+    # -- 6 -------------------------------------------------------------------------------------
+    def test_6_sigint_in_the_middle_of_a_restore(self):
+        self.need("restore")
+        arch = self.archive
+        # Damage across the kinds in restore's order: a class (before quotas), every team's quota,
+        # the GPU Jobs and two nodes' pool labels (after them).
+        h.kubectl("delete", "priorityclass", PRIORITY_CLASS)
+        for ns in TEAMS:
+            h.kubectl("delete", "resourcequota", QUOTA, "-n", ns)
+        for ns, n, _, _ in GPU_JOBS:
+            h.kubectl("delete", "job", n, "-n", ns)
+        unlabelled = ("br-a10g-0", "br-t4-1")
+        for node in unlabelled:
+            h.kubectl("label", "node", node, POOL + "-")
+        for ns, n, _, _ in GPU_JOBS:
+            wait_job_pods_gone(ns, n)
+
+        # The quotas' writes are held at the webhook: Ctrl-C lands while one is in flight.
+        with HeldWrites("br-hold-quotas", "resourcequotas", TEAMS) as hold:
+            run = f.Background("restore", arch, "-v", "1")
+            self.addCleanup(run.kill)
+            h.wait_for(lambda: hold.held.is_set() or run.proc.poll() is not None, 120, "a quota write at the webhook")
+            self.assertTrue(hold.held.is_set(), "gpuctl ended before writing a quota: %s" % "".join(run.err))
+            run.proc.send_signal(signal.SIGINT)
+            run.wait_line(r"^gpuctl: interrupted: stopping cleanly", 30)
+            hold.release()
+            first = run.finish(60)
+            held = hold.writes()
+        f.report("restore+sigint", rc=first.rc, held_writes=held, printed=len(first.stdout.splitlines()),
+                 last_error=first.stderr.strip().splitlines()[-1:])
+        self.assertEqual(first.rc, 130, first.stdout + first.stderr)
+        self.assertIn("error: restore interrupted; what was applied stays, run the same restore again to complete it",
+                      first.stderr)
+        self.assertNotIn("internal error", first.stderr)
+        # Every kind before the quotas was applied and printed, none after them was started.
+        printed = {l.split()[1] for l in first.stdout.splitlines()[:-1] if l.strip()}
+        self.assertEqual(printed, KINDS_BEFORE_QUOTAS | {"ResourceQuota"}, first.stdout)
+        self.assertRegex(first.stdout, r"(?m)^created\s+PriorityClass %s$" % PRIORITY_CLASS)
+        self.assertRegex(first.stdout.splitlines()[-1], r"^restore: \d+ create, ")
+        self.assertNotRegex(first.stderr, r"(?m)^(POST|PUT|PATCH|DELETE) \S*/(jobs|nodes)/", "nothing after the quotas")
+        h.kubectl("get", "priorityclass", PRIORITY_CLASS)
+        self.assertTrue(held and all(op == "CREATE" and name == QUOTA for op, _, name in held), held)
+        for _, ns, _ in held:   # a write in flight is finished, never abandoned half-way
+            h.kubectl("get", "resourcequota", QUOTA, "-n", ns)
+        for ns, n, _, _ in GPU_JOBS:
+            self.assertAbsent("job", n, ns, "the Jobs come after the quotas")
+        for node in unlabelled:
+            self.assertNotIn(POOL, node_state(node)[0], node)
+
+        # The same restore again completes it: what was applied is unchanged now, the rest done.
+        again = self.restore(arch, "-o", "json")
+        self.assertEqual(again.rc, 0, again.stdout + again.stderr)
+        items = items_of(self, report_json(self, again))
+        want = {("PriorityClass", "", PRIORITY_CLASS): "unchanged"}
+        want.update({("ResourceQuota", ns, QUOTA): "unchanged" for _, ns, _ in held})
+        want.update({("Job", ns, n): "create" for ns, n, _, _ in GPU_JOBS})
+        want.update({("Node", "", node): "update" for node in unlabelled})
+        self.assertEqual({k: items[k]["action"] for k in want}, want)
+        for key, it in items.items():
+            self.assertIn(it["result"], ("applied", "unchanged", "skipped"), "%s: %s" % (key, it))
+        self.check_repaired()
+        self.check_one_pod_per_job()
+        third = self.restore(arch, "-o", "json")
+        self.assertEqual(third.rc, 0, third.stderr)
+        self.assertEqual({it["action"] for it in report_json(self, third)["items"]}, {"unchanged", "skip"})
+        self.done("interrupted restore")
+
+    # -- 7 -------------------------------------------------------------------------------------
+    def test_7_sigint_during_backup_leaves_no_file(self):
+        self.need("backup")
+        folder = self.tmp / "interrupted"
+        folder.mkdir()
+        target = folder / "cluster.tgz"
+        # Held at its first -v line, so still collecting when Ctrl-C comes: never past the write.
+        rc, out, err = BlockedStderr("backup", "-f", target, "-v", "1").interrupt()
+        f.report("backup+sigint", rc=rc, stderr=err.strip().splitlines())
+        self.assertEqual(rc, 130, out + err)
+        self.assertIn("gpuctl: interrupted: stopping cleanly", err)
+        self.assertIn("interrupted", f.one_line_error(self, err))
+        self.assertEqual(out, "", "no 'backup written' summary")
+        self.assertEqual(os.listdir(folder), [], "no archive, no .cluster.tgz.tmp-*")
+        # Over an archive already there: it stays as it was, byte for byte, nothing beside it.
+        shutil.copyfile(self.archive, target)
+        before = target.read_bytes()
+        rc, out, err = BlockedStderr("backup", "-f", target, "-v", "1").interrupt()
+        self.assertEqual(rc, 130, out + err)
+        self.assertEqual(os.listdir(folder), ["cluster.tgz"])
+        self.assertEqual(target.read_bytes(), before)
 
 
 if __name__ == "__main__":
