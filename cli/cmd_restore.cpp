@@ -141,7 +141,11 @@ Result<ExitCode> run_restore(const RestoreCommandOptions& o, AppContext& ctx) {
   if (!report.missing_nodes.empty())
     ctx.warn(fmt::format("nodes in the archive that no longer exist: {}", fmt::join(report.missing_nodes, ", ")));
   if (report.interrupted) {
-    print_line(err, "error: restore interrupted; what was applied stays, run the same restore again to complete it");
+    const std::string left =
+        report.not_started.empty() ? "" : fmt::format(" ({} object(s) not started)", report.not_started.size());
+    print_line(err, fmt::format("error: restore interrupted{}; what was applied stays, run the same restore again to "
+                                "complete it",
+                                left));
     return ExitCode::interrupted;
   }
   if (!ops::restore_succeeded(report)) {

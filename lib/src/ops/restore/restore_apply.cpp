@@ -4,6 +4,7 @@
 #include <map>
 #include <mutex>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -112,10 +113,22 @@ class Restorer {
       restore_kind(kind, objects);
       if (report_.interrupted) break;
     }
+    if (report_.interrupted) name_not_started();
     return {};
   }
 
  private:
+  // After Ctrl-C: the objects in scope that were never reached, for the report.
+  void name_not_started() {
+    std::set<std::tuple<const BackupKind*, std::string, std::string>> reached;
+    for (const auto& item : report_.items) reached.emplace(item.kind, item.namespace_name, item.name);
+    for (const BackupObject* o : scoped_) {
+      if (reached.contains({o->kind, o->namespace_name, o->name})) continue;
+      report_.not_started.push_back(
+          fmt::format("{} {}{}", o->kind->kind, o->namespace_name.empty() ? "" : o->namespace_name + "/", o->name));
+    }
+  }
+
   Result<void> read_live_claims() {
     if (std::ranges::none_of(scoped_, [](const BackupObject* o) { return o->kind->resource == "persistentvolumes"; }))
       return {};
@@ -288,6 +301,8 @@ Result<RestoreReport> restore(kube::Client& client, const RestoreSource& source,
   GPUCTL_TRY(restorer.run());
   if (options.verify && options.dry_run == DryRun::none && !report.interrupted) {
     report.verify = verify_restore(client, source, report, options, started);
+    // Checks cut short by Ctrl-C read as failures; the report says what really happened.
+    if (util::cancelled()) report.interrupted = true;
   }
   return report;
 }

@@ -59,6 +59,7 @@ nlohmann::json to_json(const RestoreReport& report) {
               {"ignored", report.ignored},
               {"summary", std::move(summary)},
               {"interrupted", report.interrupted},
+              {"notStarted", report.not_started},
               {"succeeded", restore_succeeded(report)}};
   if (report.verify) {
     json checks = json::array();

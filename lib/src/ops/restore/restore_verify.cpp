@@ -4,7 +4,6 @@
 // cordons present, the Jobs there. Controllers act asynchronously, so the checks are repeated
 // until they pass or the timeout ends.
 #include <set>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -148,7 +147,7 @@ std::vector<VerifyCheck> verify_restore(kube::Client& client, const RestoreSourc
       const auto failing = std::ranges::count_if(checks, [](const VerifyCheck& c) { return !c.passed; });
       options.on_progress(fmt::format("verifying: waiting for {} of {} checks", failing, checks.size()));
     }
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    if (!util::sleep_unless_cancelled(std::chrono::seconds(1))) return checks;
   }
 }
 

@@ -132,6 +132,7 @@ struct RestoreReport {
   std::vector<std::string> ignored;
   std::optional<std::vector<VerifyCheck>> verify;
   bool interrupted = false;
+  std::vector<std::string> not_started;  // after Ctrl-C: "Job team-a/train", in restore order
 };
 
 // Plans every object in scope, kind by kind in the table's order, and applies (or, in a dry
