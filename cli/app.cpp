@@ -1,5 +1,7 @@
 #include "app.hpp"
 
+#include "usage_errors.hpp"
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -125,23 +127,6 @@ void add_global_flags(CLI::App& app, GlobalOptions& g) {
   app.add_flag("--no-color", g.no_color, "Never use colors (also: the NO_COLOR environment variable)")->group(group);
 }
 
-// CLI11 wraps its messages over several lines and capitalises them; gpuctl prints one line.
-std::string one_line(std::string text) {
-  for (auto& c : text) {
-    if (c == '\n') c = ' ';
-  }
-  while (!text.empty() && text.back() == ' ') text.pop_back();
-  return text;
-}
-
-std::string command_path(const CLI::App* app) {
-  std::string path;
-  for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {
-    path = path.empty() ? a->get_name() : a->get_name() + " " + path;
-  }
-  return path;
-}
-
 }  // namespace
 
 void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
@@ -151,7 +136,8 @@ void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
       "code);\n"
       "130 interrupted by Ctrl-C (143 by SIGTERM).\n"
       "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
-  app.fallthrough();  // global flags may follow the subcommand, as with kubectl
+  app.formatter(help_formatter());  // before the commands: each copies it when added
+  app.fallthrough();                // global flags may follow the subcommand, as with kubectl
   app.require_subcommand(0, 1);
   app.add_flag("--version", show_version, "Print the version and the git commit gpuctl was built from");
   add_global_flags(app, context.globals());
@@ -177,7 +163,8 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
     // Help for the innermost selected subcommand, or the app.
     const CLI::App* target = &app;
     while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
-    streams.out << target->help();
+    // The usage line names the whole command: "Usage: gpuctl jobs clean [OPTIONS]".
+    streams.out << target->help(target->get_parent() == nullptr ? "" : command_path(target->get_parent()));
     return static_cast<int>(ExitCode::ok);
   } catch (const CLI::CallForAllHelp&) {
     streams.out << app.help("", CLI::AppFormatMode::All);
@@ -185,7 +172,7 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
   } catch (const CLI::ParseError& e) {
     const CLI::App* target = &app;
     while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
-    streams.err << fmt::format("error: {} (see '{} --help')\n", one_line(e.what()), command_path(target));
+    streams.err << fmt::format("error: {} (see '{} --help')\n", usage_error_message(*target, e), command_path(target));
     return static_cast<int>(ExitCode::usage);
   }
 

@@ -11,7 +11,8 @@ CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text) {
           "--dry-run{client}", text,
           "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
           "so the API server validates and admits it without persisting anything; \"none\" acts")
-      ->check(CLI::IsMember({"none", "client", "server"}));
+      ->check(CLI::IsMember({"none", "client", "server"}))
+      ->option_text("[=MODE]");
 }
 
 Result<DryRun> parse_dry_run(const std::string& text) {

@@ -2,6 +2,7 @@
 
 #include "app.hpp"
 #include "fakes/cli_harness.hpp"
+#include "usage_errors.hpp"
 
 using gpuctl::testing::CliHarness;
 using gpuctl::testing::json_answer;
@@ -91,7 +92,7 @@ TEST_CASE("cli::run_cli maps usage errors to exit 2 with one line on stderr and 
     auto r = h.run({"nodes", "--bogus"});
     CHECK(r.exit_code == 2);
     CHECK(r.out.empty());
-    CHECK(r.err == "error: The following argument was not expected: --bogus (see 'gpuctl nodes --help')\n");
+    CHECK(r.err == "error: unknown flag --bogus for \"gpuctl nodes\" (see 'gpuctl nodes --help')\n");
   }
   SECTION("bad output format") {
     auto r = h.run({"nodes", "-o", "xml"});
@@ -106,7 +107,7 @@ TEST_CASE("cli::run_cli maps usage errors to exit 2 with one line on stderr and 
   SECTION("unknown command") {
     auto r = h.run({"nodez"});
     CHECK(r.exit_code == 2);
-    CHECK(r.err.find("error: The following argument was not expected: nodez") == 0);
+    CHECK(r.err == "error: unknown command \"nodez\" for \"gpuctl\"; did you mean \"nodes\"? (see 'gpuctl --help')\n");
   }
   CHECK(h.fake().requests().empty());
 }
@@ -194,4 +195,54 @@ TEST_CASE("cli: gpuctl --help lists the commands by section", "[cli]") {
   CHECK(at("Node administration:") < at("  uncordon"));
   CHECK(at("  uncordon") < at("GPU workloads:"));
   CHECK(at("GPU workloads:") < at("  quota"));
+}
+
+TEST_CASE("cli: a mistyped command or flag gets the closest one, a missing argument is named", "[cli]") {
+  CliHarness h;
+  struct Case {
+    std::vector<std::string> args;
+    std::string err;
+  };
+  const Case cases[] = {
+      {{"nodse"}, "error: unknown command \"nodse\" for \"gpuctl\"; did you mean \"nodes\"? (see 'gpuctl --help')\n"},
+      {{"quota", "sett", "a"},
+       "error: unknown command \"sett\" for \"gpuctl quota\"; did you mean \"set\"? (see 'gpuctl quota --help')\n"},
+      {{"drain", "n1", "--dry-rn"},
+       "error: unknown flag --dry-rn for \"gpuctl drain\"; did you mean --dry-run? (see 'gpuctl drain --help')\n"},
+      // global flags may follow the command, so they are candidates too
+      {{"nodes", "--kubeconfg", "x"},
+       "error: unknown flag --kubeconfg for \"gpuctl nodes\"; did you mean --kubeconfig? (see 'gpuctl nodes "
+       "--help')\n"},
+      {{"frobnicate"}, "error: unknown command \"frobnicate\" for \"gpuctl\" (see 'gpuctl --help')\n"},
+      {{"taint"}, "error: missing arguments: NODE... then KEY[=VALUE]:EFFECT[-] or KEY- (see 'gpuctl taint --help')\n"},
+  };
+  for (const auto& c : cases) {
+    auto r = h.run(c.args);
+    CHECK(r.exit_code == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err == c.err);
+  }
+  CHECK(h.fake().requests().empty());
+}
+
+TEST_CASE("cli: help names the whole command and shows optional values as kubectl does", "[cli]") {
+  CliHarness h;
+  auto r = h.run({"jobs", "clean", "--help"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("Usage: gpuctl jobs clean [OPTIONS]") != std::string::npos);
+  auto q = h.run({"quota", "set", "--help"});
+  CHECK(q.out.find("--dry-run[=MODE]") != std::string::npos);
+  CHECK(q.out.find("{client}") == std::string::npos);
+  CHECK(q.out.find(":{none,client,server}") == std::string::npos);
+}
+
+TEST_CASE("cli: closest_word takes typos, not other words", "[cli]") {
+  using gpuctl::cli::closest_word;
+  const std::vector<std::string> commands = {"nodes", "gpus", "drain", "jobs", "quota", "backup", "restore"};
+  CHECK(closest_word("nodse", commands) == "nodes");
+  CHECK(closest_word("gpu", commands) == "gpus");
+  CHECK(closest_word("restor", commands) == "restore");
+  CHECK(closest_word("jbos", commands) == "jobs");
+  CHECK(closest_word("xyz", commands).empty());
+  CHECK(closest_word("no", commands).empty());  // two letters are not enough to guess from
 }

@@ -1,0 +1,147 @@
+#include "usage_errors.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace gpuctl::cli {
+namespace {
+
+// Optimal string alignment distance: a swapped pair of letters ("nodse") is one edit.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The words CLI11 did not expect: "The following argument(s) was/were not expected: a b".
+std::vector<std::string> unexpected_words(const std::string& message) {
+  std::vector<std::string> words;
+  const auto colon = message.find(": ");
+  if (colon == std::string::npos) return words;
+  std::string rest = message.substr(colon + 2);
+  std::size_t start = 0;
+  while (start < rest.size()) {
+    const std::size_t end = std::min(rest.find(' ', start), rest.size());
+    if (end > start) words.push_back(rest.substr(start, end - start));
+    start = end + 1;
+  }
+  return words;
+}
+
+std::vector<std::string> subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(sub->get_name());
+  return names;
+}
+
+// Every long and short flag of `app` and of its parents (global flags may follow a command).
+std::vector<std::string> flag_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* a = &app; a != nullptr; a = a->get_parent()) {
+    for (const CLI::Option* opt : a->get_options()) {
+      for (const auto& l : opt->get_lnames()) names.push_back("--" + l);
+      for (const auto& s : opt->get_snames()) names.push_back("-" + s);
+    }
+  }
+  return names;
+}
+
+std::string unexpected_message(const CLI::App& target, const std::string& word) {
+  const std::string where = command_path(&target);
+  if (word.starts_with("-")) {
+    const std::string flag = word.substr(0, word.find('='));
+    const std::string near = closest_word(flag, flag_names(target));
+    if (near.empty()) return fmt::format("unknown flag {} for \"{}\"", flag, where);
+    return fmt::format("unknown flag {} for \"{}\"; did you mean {}?", flag, where, near);
+  }
+  const auto commands = subcommand_names(target);
+  if (commands.empty()) return fmt::format("unexpected argument \"{}\" for \"{}\"", word, where);
+  const std::string near = closest_word(word, commands);
+  if (near.empty()) return fmt::format("unknown command \"{}\" for \"{}\"", word, where);
+  return fmt::format("unknown command \"{}\" for \"{}\"; did you mean \"{}\"?", word, where, near);
+}
+
+class Formatter : public CLI::Formatter {
+ public:
+  // A flag with an optional value registers as "--dry-run{client}": shown as kubectl writes it.
+  std::string make_option_name(const CLI::Option* opt, bool is_positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, is_positional);
+    for (auto open = name.find('{'); open != std::string::npos; open = name.find('{')) {
+      const auto close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string opts = CLI::Formatter::make_option_opts(opt);
+    if (opts.starts_with(" [=")) opts.erase(0, 1);  // --dry-run[=MODE], no space
+    return opts;
+  }
+};
+
+}  // namespace
+
+std::string one_line(std::string text) {
+  std::ranges::replace(text, '\n', ' ');
+  while (!text.empty() && text.back() == ' ') text.pop_back();
+  return text;
+}
+
+std::string command_path(const CLI::App* app) {
+  std::string path;
+  for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {
+    path = path.empty() ? a->get_name() : a->get_name() + " " + path;
+  }
+  return path;
+}
+
+std::string closest_word(const std::string& typed, const std::vector<std::string>& candidates) {
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& c : candidates) {
+    const std::size_t d = edit_distance(typed, c);
+    if (d < best_distance && d * 2 < std::max(typed.size(), c.size())) {
+      best = c;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string usage_error_message(const CLI::App& target, const CLI::ParseError& error) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
+    // CLI11 does not list the words in the order typed: the one with a suggestion is the typo;
+    // else a flag; else any.
+    const auto words = unexpected_words(one_line(error.what()));
+    std::string chosen;
+    for (const auto& w : words) {
+      std::string message = unexpected_message(target, w);
+      if (message.find("did you mean") != std::string::npos) return message;
+      if (chosen.empty() || w.starts_with("-")) chosen = std::move(message);
+    }
+    if (!chosen.empty()) return chosen;
+  }
+  if (dynamic_cast<const CLI::RequiredError*>(&error) != nullptr) {
+    for (const CLI::Option* opt : target.get_options()) {
+      if (opt->get_positional() && opt->get_required() && opt->count() == 0)
+        return fmt::format("missing arguments: {}", opt->get_description());
+    }
+  }
+  return one_line(error.what());
+}
+
+std::shared_ptr<CLI::Formatter> help_formatter() { return std::make_shared<Formatter>(); }
+
+}  // namespace gpuctl::cli

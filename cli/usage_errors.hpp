@@ -1,0 +1,29 @@
+#pragma once
+// What gpuctl says when a command line is wrong, and how its help is laid out: "did you mean"
+// for a mistyped command or flag, the missing argument by its description, usage lines that name
+// the whole command, flags with optional values shown as --dry-run[=MODE].
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace gpuctl::cli {
+
+// CLI11 wraps its messages over several lines; gpuctl prints one line.
+std::string one_line(std::string text);
+
+// "gpuctl jobs clean": the names from the root down to `app`.
+std::string command_path(const CLI::App* app);
+
+// The one-line message for a parse error of `target` (the innermost subcommand given), e.g.
+// "unknown command \"nodse\" for \"gpuctl\"; did you mean \"nodes\"?".
+std::string usage_error_message(const CLI::App& target, const CLI::ParseError& error);
+
+// The closest of `candidates` to `typed` by edit distance (transpositions count once), if it is
+// near enough to be a typo (at most 2 edits, and fewer than half the word); "" otherwise.
+std::string closest_word(const std::string& typed, const std::vector<std::string>& candidates);
+
+// CLI11's help with gpuctl's option names: "--dry-run[=MODE]" instead of "--dry-run{client}".
+std::shared_ptr<CLI::Formatter> help_formatter();
+
+}  // namespace gpuctl::cli
