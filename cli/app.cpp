@@ -133,7 +133,7 @@ void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
   app.footer(
       "Exit codes: 0 success, 1 failure talking to the cluster or carrying out the operation, 2 usage error,\n"
       "3 refused by a pre-flight check (submit); submit --wait/--follow: the job's exit code (124 deadline, 125 no "
-      "code);\n"
+      "code,\n126 refused by a pre-flight check);\n"
       "130 interrupted by Ctrl-C (143 by SIGTERM).\n"
       "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
   app.formatter(help_formatter());  // before the commands: each copies it when added

@@ -192,7 +192,7 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
     print_line(ctx.streams().err,
                fmt::format("error: job {}/{} was not submitted; fix the above, or pass --force to submit it anyway", ns,
                            name));
-    return ExitCode::refused;
+    return (o.wait || o.follow) ? ExitCode::refused_before_run : ExitCode::refused;
   }
 
   // run
@@ -236,12 +236,14 @@ std::string submit_footer() {
   carries (read from the nodes, never hard-coded). A -f manifest is completed with the same defaults
   where it says nothing; what it says stays.
 
-Before creating anything, gpuctl refuses (exit code 3, unless --force) a job that no schedulable
+Before creating anything, gpuctl refuses (exit code 3, 126 with --wait or --follow, unless
+--force) a job that no schedulable
 node could ever hold, one the namespace's GPU quota or LimitRange would refuse, and one whose
 --volume claims are missing or not Bound. It warns when the GPUs exist but are busy now.
 
 --wait and --follow exit with the job's result: 0 when it succeeded, the failed container's exit
-code, 124 when it ran past --active-deadline, 125 when it failed with no exit code. While the job
+code, 124 when it ran past --active-deadline, 125 when it failed with no exit code; the last line
+on stderr says which (job NS/NAME succeeded, failed: ..., was not submitted). While the job
 is pending they say why (the scheduler's verdict, quota refusals) on stderr.
 
 Examples:

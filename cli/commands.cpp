@@ -4,12 +4,18 @@ namespace gpuctl::cli {
 
 const std::vector<CommandSpec>& command_table() {
   static const std::vector<CommandSpec> table = {
-      {"Inventory", &register_nodes},           {"Inventory", &register_gpus},
-      {"Troubleshooting", &register_diagnose},  {"Node administration", &register_taint},
-      {"Node administration", &register_label}, {"Node administration", &register_cordon},
-      {"Node administration", &register_drain}, {"GPU workloads", &register_submit},
-      {"GPU workloads", &register_jobs},        {"GPU workloads", &register_quota},
-      {"Cluster state", &register_backup},      {"Cluster state", &register_restore},
+      {"Inventory", &register_nodes},
+      {"Inventory", &register_gpus},
+      {"Troubleshooting", &register_diagnose},
+      {"Node administration", &register_taint},
+      {"Node administration", &register_label},
+      {"Node administration", &register_cordon},
+      {"Node administration", &register_drain},
+      {"GPU workloads", &register_submit},
+      {"GPU workloads", &register_jobs},
+      {"GPU workloads", &register_quota},
+      {"Backup", &register_backup},
+      {"Backup", &register_restore},
   };
   return table;
 }

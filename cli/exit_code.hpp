@@ -19,6 +19,9 @@ enum class ExitCode : int {
   // (1-255) when it has one; these two say why when it has none.
   job_deadline_exceeded = 124,  // the Job ran past activeDeadlineSeconds (as timeout(1) does)
   job_failed = 125,             // the Job failed with no container exit code to report
+  // submit --wait/--follow: a pre-flight check refused the job, nothing was created (3 would read
+  // as the container's exit code; 126 is the shell's "found but cannot be run").
+  refused_before_run = 126,
   // Ctrl-C or SIGTERM stopped gpuctl before its work was done (128 + the signal, as a shell
   // reports a death by that signal).
   interrupted = 130,  // SIGINT

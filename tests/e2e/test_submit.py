@@ -105,6 +105,13 @@ class SubmitTest(h.TestCase):
         self.assertIn("4", r.stderr)  # the largest node's allocatable
         self.assertEqual(r.stdout, "")
         self.assertFalse(job_exists(ns, "big"))
+        # With --wait (or --follow) a refusal exits 126, never 3: 3 would read as the container's
+        # own exit code.
+        for wait in ("--wait", "--follow"):
+            r = submit("big", "-n", ns, "--image", "busybox", "--gpus", "8", "--gpu-type", GPU_TYPE, wait)
+            self.assertEqual(r.rc, 126, r)
+            self.assertIn("error: job %s/big was not submitted" % ns, r.stderr)
+            self.assertFalse(job_exists(ns, "big"))
         # An unknown type is refused with the types the cluster has.
         r = submit("odd", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "B200")
         self.assertEqual(r.rc, 3, r)
