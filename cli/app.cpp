@@ -1,5 +1,6 @@
 #include "app.hpp"
 
+#include "man_pages.hpp"
 #include "usage_errors.hpp"
 
 #include <unistd.h>
@@ -149,6 +150,7 @@ void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
     auto subcommands = app.get_subcommands(all);
     for (std::size_t i = before; i < subcommands.size(); i++) subcommands[i]->group(spec.group);
   }
+  register_man(app, context);  // hidden; after the others, whose pages it writes
 }
 
 int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {

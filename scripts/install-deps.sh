@@ -13,6 +13,8 @@ packages=(
   # the e2e checks of diagnose's outputs: real readers of JUnit (xmllint against the XSD that
   # Jenkins validates with) and of Prometheus' text format (the official client's parser)
   libxml2-utils python3-prometheus-client
+  # the man pages gpuctl writes are checked with groff -ww (tests/man/lint.sh)
+  groff-base
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy

@@ -1,4 +1,9 @@
+#include <unistd.h>
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "app.hpp"
 #include "fakes/cli_harness.hpp"
@@ -175,6 +180,7 @@ TEST_CASE("cli: every command has a description and examples in its help", "[cli
     for (const CLI::App* nested : all[i]->get_subcommands([](const CLI::App*) { return true; })) all.push_back(nested);
   }
   for (const CLI::App* sub : all) {
+    if (sub->get_group().empty()) continue;  // hidden: __man, run by the build
     INFO("command: " << sub->get_name());
     CHECK_FALSE(sub->get_description().empty());
     CHECK(sub->get_footer().find("Examples:") != std::string::npos);
@@ -245,4 +251,42 @@ TEST_CASE("cli: closest_word takes typos, not other words", "[cli]") {
   CHECK(closest_word("jbos", commands) == "jobs");
   CHECK(closest_word("xyz", commands).empty());
   CHECK(closest_word("no", commands).empty());  // two letters are not enough to guess from
+}
+
+TEST_CASE("cli: every command has a man page naming every flag its --help shows", "[cli][man]") {
+  CliHarness h;
+  auto root = h.run({"--help"});
+  std::vector<std::string> commands;
+  std::istringstream lines(root.out);
+  bool in_commands = false;
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty() && line.back() == ':') in_commands = line.find("ptions") == std::string::npos;
+    if (in_commands && line.starts_with("  ") && line.size() > 2 && std::islower(static_cast<unsigned char>(line[2])))
+      commands.push_back(line.substr(2, line.find(' ', 2) - 2));
+  }
+  REQUIRE(commands.size() >= 10);
+  const auto dir = std::filesystem::temp_directory_path() / ("gpuctl-man-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto written = h.run({"__man", dir.string()});
+  REQUIRE(written.exit_code == 0);
+  for (const auto& command : commands) {
+    auto help = h.run({command, "--help"});
+    std::ifstream file(dir / ("gpuctl-" + command + ".1"));
+    const std::string page((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    INFO(command);
+    REQUIRE_FALSE(page.empty());
+    std::size_t flags = 0;
+    for (std::size_t at = help.out.find("--"); at != std::string::npos; at = help.out.find("--", at + 2)) {
+      std::size_t end = at + 2;
+      while (end < help.out.size() && (std::isalnum(static_cast<unsigned char>(help.out[end])) || help.out[end] == '-'))
+        ++end;
+      if (end == at + 2 || help.out[at - 1] != ' ') continue;
+      std::string roff_flag;
+      for (char c : help.out.substr(at, end - at)) roff_flag += c == '-' ? std::string("\\-") : std::string(1, c);
+      CHECK(page.find(roff_flag) != std::string::npos);
+      ++flags;
+    }
+    CHECK(flags > 0);
+  }
+  std::filesystem::remove_all(dir);
 }
