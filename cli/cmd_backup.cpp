@@ -34,12 +34,6 @@ struct InspectOptions {
   std::string output;
 };
 
-Result<std::optional<OutputFormat>> optional_format(const std::string& text) {
-  if (text.empty() || text == "text") return std::optional<OutputFormat>();
-  GPUCTL_TRY_ASSIGN(OutputFormat f, parse_output_format(text));
-  return std::optional<OutputFormat>(f);
-}
-
 std::vector<std::string> split_prefixes(const std::string& text) {
   std::vector<std::string> out;
   std::size_t start = 0;
@@ -66,7 +60,7 @@ void warn_about(const ops::BackupContents& contents, const ops::BackupOptions& o
 
 Result<ExitCode> run_backup(const BackupCommandOptions& o, AppContext& ctx) {
   // validate (no I/O)
-  GPUCTL_TRY_ASSIGN(auto format, optional_format(o.output));
+  GPUCTL_TRY_ASSIGN(auto format, structured_output_format(o.output));
   const bool to_stdout = o.file == "-";
   if (to_stdout && format)
     return fail(usage("-o prints the manifest on stdout, where -f - writes the archive; give one"));
@@ -130,7 +124,7 @@ std::string inspect_text(const json& m) {
 }
 
 Result<ExitCode> run_inspect(const InspectOptions& o, AppContext& ctx) {
-  GPUCTL_TRY_ASSIGN(auto format, optional_format(o.output));
+  GPUCTL_TRY_ASSIGN(auto format, structured_output_format(o.output));
   GPUCTL_TRY_ASSIGN(std::string bytes, read_input_file(o.file));
   if (!ops::looks_like_archive(bytes))
     return fail(usage(fmt::format("{}: is not a gpuctl backup archive (not gzip-compressed)", input_name(o.file))));

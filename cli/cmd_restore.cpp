@@ -102,11 +102,7 @@ void print_verify(std::ostream& out, const std::vector<ops::VerifyCheck>& checks
 
 Result<ExitCode> run_restore(const RestoreCommandOptions& o, AppContext& ctx) {
   // validate (no I/O)
-  const std::string output = o.output;
-  std::optional<OutputFormat> format;
-  if (!output.empty() && output != "text") {
-    GPUCTL_TRY_ASSIGN(format, parse_output_format(output));
-  }
+  GPUCTL_TRY_ASSIGN(std::optional<OutputFormat> format, structured_output_format(o.output));
   GPUCTL_TRY_ASSIGN(ops::RestoreOptions options, validate(o, ctx.globals().namespace_name));
   // complete: the input is checked whole before the cluster is asked anything.
   GPUCTL_TRY_ASSIGN(std::string bytes, read_input_file(o.file));

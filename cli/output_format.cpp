@@ -23,6 +23,12 @@ Result<OutputFormat> parse_output_format(const std::string& text) {
   return fail(Errc::invalid_argument, fmt::format("--output: unknown format \"{}\"", text));
 }
 
+Result<std::optional<OutputFormat>> structured_output_format(const std::string& text) {
+  if (text.empty() || text == "text") return std::optional<OutputFormat>();
+  GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(text));
+  return std::optional<OutputFormat>(format);
+}
+
 std::string render_structured(const nlohmann::json& value, OutputFormat format) {
   if (format == OutputFormat::yaml) return output::to_yaml(value);
   return value.dump(2) + "\n";

@@ -1,5 +1,6 @@
 #pragma once
 // The -o/--output flag shared by listing commands, and structured (JSON/YAML) rendering.
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -17,6 +18,8 @@ enum class OutputFormat { table, wide, json, yaml, name };
 // Adds -o/--output with the given choices (the first is the default) bound to `text`.
 CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector<std::string>& choices);
 Result<OutputFormat> parse_output_format(const std::string& text);
+// For commands whose -o is text|json|yaml: nullopt for text (or none given), else the format.
+Result<std::optional<OutputFormat>> structured_output_format(const std::string& text);
 // JSON (indented, newline-terminated) or YAML.
 std::string render_structured(const nlohmann::json& value, OutputFormat format);
 // One line of human output: `line` with its control characters escaped (output::printable, so

@@ -162,6 +162,10 @@ std::string BackupObject::path() const {
   return out + name + ".yaml";
 }
 
+std::string BackupObject::label() const {
+  return std::string(kind->kind) + " " + (namespace_name.empty() ? "" : namespace_name + "/") + name;
+}
+
 const std::vector<BackupKind>& backup_kinds() { return kKinds; }
 
 const BackupKind* find_backup_kind(std::string_view name) {
@@ -171,8 +175,8 @@ const BackupKind* find_backup_kind(std::string_view name) {
   }
   for (const auto& k : kKinds) {
     if (wanted == k.folder() || wanted == k.resource || wanted == lower(k.kind)) return &k;
-    // kubectl's singular: "node", "resourcequota", "job.batch"
-    if (wanted + "s" == k.resource || wanted + "s" == lower(k.kind) + "s") return &k;
+    // kubectl's singular: "node", "resourcequota"
+    if (wanted + "s" == k.resource) return &k;
   }
   return nullptr;
 }

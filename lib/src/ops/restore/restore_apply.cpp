@@ -15,13 +15,16 @@
 #include "gpuctl/ops/restore/restore.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/parallel.hpp"
+#include "restore_internal.hpp"
 
 namespace gpuctl::ops {
 namespace {
 
 using json = nlohmann::json;
 
-using Key = std::pair<std::string, std::string>;  // (namespace, name)
+using restore_detail::api_path_of;
+using restore_detail::api_version_of;
+using Key = restore_detail::LiveKey;
 
 // `conflict with "kubectl-edit" using v1` -> kubectl-edit
 std::string manager_in(std::string_view message) {
@@ -41,8 +44,6 @@ std::vector<ManagerConflict> conflicts_of(const Error& error) {
   }
   return out;
 }
-
-std::string api_version_of(const BackupObject& o) { return kube::string_field(o.object, "apiVersion"); }
 
 // Removes from a node's apply body the fields the server named in conflicts
 // (".metadata.labels.nvidia.com/gpu.product", ".spec.unschedulable"); false when one of them is
@@ -69,28 +70,10 @@ bool body_is_empty_node(const json& body) {
   return !labels && !annotations && !(body.contains("spec") && !body["spec"].empty());
 }
 
-// One kind's objects as the cluster holds them now, by (namespace, name); nullopt when the
-// cluster does not serve the kind at that apiVersion.
-Result<std::optional<std::map<Key, json>>> list_live(kube::Client& client, const BackupKind& kind,
-                                                     const std::string& api_version, const RestoreScope& scope) {
-  const std::string ns = kind.namespaced ? scope.namespace_name : "";
-  auto list = client.list(kube::paths::resources(api_version, kind.resource, kind.namespaced, ns));
-  if (!list) {
-    if (list.error().is_not_found()) return std::optional<std::map<Key, json>>();
-    return std::unexpected(list.error());
-  }
-  std::map<Key, json> out;
-  for (auto& item : list->items) {
-    Key key{kind.namespaced ? kube::namespace_of(item) : "", kube::name_of(item)};
-    out.emplace(std::move(key), std::move(item));
-  }
-  return std::optional<std::map<Key, json>>(std::move(out));
-}
-
 class Restorer {
  public:
   Restorer(kube::Client& client, const RestoreSource& source, const RestoreOptions& options, RestoreReport& report)
-      : client_(client), source_(source), options_(options), report_(report) {
+      : client_(client), options_(options), report_(report) {
     for (const auto& o : source.objects) {
       if (!in_scope(o, options.scope)) continue;
       scoped_.push_back(&o);
@@ -124,8 +107,7 @@ class Restorer {
     for (const auto& item : report_.items) reached.emplace(item.kind, item.namespace_name, item.name);
     for (const BackupObject* o : scoped_) {
       if (reached.contains({o->kind, o->namespace_name, o->name})) continue;
-      report_.not_started.push_back(
-          fmt::format("{} {}{}", o->kind->kind, o->namespace_name.empty() ? "" : o->namespace_name + "/", o->name));
+      report_.not_started.push_back(o->label());
     }
   }
 
@@ -153,7 +135,7 @@ class Restorer {
   void restore_kind(const BackupKind& kind, const std::vector<const BackupObject*>& objects) {
     progress(fmt::format("restoring {} {}", objects.size(), kind.folder()));
     const std::string api_version = api_version_of(*objects.front());
-    auto live = list_live(client_, kind, api_version, options_.scope);
+    auto live = restore_detail::list_live(client_, kind, api_version, options_.scope.namespace_name);
     std::vector<RestoreItem> items(objects.size());
     std::vector<RestorePlan> plans(objects.size());
     std::vector<char> planned(objects.size(), 0);  // not for a kind that could not be listed
@@ -220,8 +202,7 @@ class Restorer {
           fmt::format("namespace {} is created first; the server checks this object only then", object.namespace_name);
       return;
     }
-    const std::string path = kube::paths::resource(api_version_of(object), object.kind->resource,
-                                                   object.kind->namespaced, object.namespace_name, object.name);
+    const std::string path = api_path_of(object);
     if (!plan.guarded_patch.is_null()) {
       if (auto sent = send_guarded_patch(object, path, plan); !sent) return failed(item, sent.error());
     }
@@ -279,7 +260,6 @@ class Restorer {
   }
 
   kube::Client& client_;
-  const RestoreSource& source_;
   const RestoreOptions& options_;
   RestoreReport& report_;
   std::vector<const BackupObject*> scoped_;
@@ -289,6 +269,32 @@ class Restorer {
 };
 
 }  // namespace
+
+namespace restore_detail {
+
+Result<std::optional<LiveObjects>> list_live(kube::Client& client, const BackupKind& kind,
+                                             const std::string& api_version, const std::string& namespace_name) {
+  const std::string ns = kind.namespaced ? namespace_name : "";
+  auto list = client.list(kube::paths::resources(api_version, kind.resource, kind.namespaced, ns));
+  if (!list) {
+    if (list.error().is_not_found()) return std::optional<LiveObjects>();
+    return std::unexpected(list.error());
+  }
+  LiveObjects out;
+  for (auto& item : list->items) {
+    LiveKey key{kind.namespaced ? kube::namespace_of(item) : "", kube::name_of(item)};
+    out.emplace(std::move(key), std::move(item));
+  }
+  return std::optional<LiveObjects>(std::move(out));
+}
+
+std::string api_version_of(const BackupObject& o) { return kube::string_field(o.object, "apiVersion"); }
+
+std::string api_path_of(const BackupObject& o) {
+  return kube::paths::resource(api_version_of(o), o.kind->resource, o.kind->namespaced, o.namespace_name, o.name);
+}
+
+}  // namespace restore_detail
 
 Result<RestoreReport> restore(kube::Client& client, const RestoreSource& source, const RestoreOptions& options) {
   GPUCTL_TRY(check_target_cluster(source.manifest, client.config().server, options.to_other_cluster));

@@ -3,7 +3,9 @@
 // by the quota controller with no key it never enforces, the nodes' archived labels, taints and
 // cordons present, the Jobs there. Controllers act asynchronously, so the checks are repeated
 // until they pass or the timeout ends.
+#include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -14,48 +16,82 @@
 #include "gpuctl/ops/restore/restore.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "restore_internal.hpp"
 
 namespace gpuctl::ops {
 namespace {
 
 using json = nlohmann::json;
 
-std::string object_name(const BackupObject& o) {
-  return fmt::format("{} {}{}", o.kind->kind, o.namespace_name.empty() ? "" : o.namespace_name + "/", o.name);
-}
+// What one round of checks reads, each list once: a verified kind's objects, and per namespace
+// the pods and FailedMount events the claims' checks look at. A round of thousands of nodes is one
+// list, not thousands of GETs.
+class RoundReader {
+ public:
+  RoundReader(kube::Client& client, std::string namespace_name)
+      : client_(client), namespace_name_(std::move(namespace_name)) {}
 
-std::string path_of(const BackupObject& o) {
-  return kube::paths::resource(kube::string_field(o.object, "apiVersion"), o.kind->resource, o.kind->namespaced,
-                               o.namespace_name, o.name);
-}
+  // The live object, nullptr when absent; the list's error when the kind could not be read.
+  Result<const json*> object(const BackupObject& o) {
+    auto [it, fresh] = kinds_.try_emplace(o.kind);
+    if (fresh) {
+      it->second = restore_detail::list_live(client_, *o.kind, restore_detail::api_version_of(o), namespace_name_);
+    }
+    if (!it->second) return std::unexpected(it->second.error());
+    if (!*it->second) return static_cast<const json*>(nullptr);
+    auto found = (*it->second)->find({o.namespace_name, o.name});
+    return found == (*it->second)->end() ? nullptr : &found->second;
+  }
+
+  struct Mounts {
+    std::vector<json> pods;
+    std::vector<json> failed_mounts;  // events with reason FailedMount
+  };
+  const Result<Mounts>& mounts(const std::string& ns) {
+    auto [it, fresh] = mounts_.try_emplace(ns);
+    if (fresh) it->second = read_mounts(ns);
+    return it->second;
+  }
+
+ private:
+  Result<Mounts> read_mounts(const std::string& ns) {
+    GPUCTL_TRY_ASSIGN(auto pods, client_.list(kube::paths::pods(ns)));
+    kube::ListOptions failed_mounts;
+    failed_mounts.field_selector = "reason=FailedMount";
+    GPUCTL_TRY_ASSIGN(auto events, client_.list(kube::paths::events(ns), failed_mounts));
+    return Mounts{std::move(pods.items), std::move(events.items)};
+  }
+
+  kube::Client& client_;
+  std::string namespace_name_;
+  std::map<const BackupKind*, Result<std::optional<restore_detail::LiveObjects>>> kinds_;
+  std::map<std::string, Result<Mounts>> mounts_;
+};
 
 VerifyCheck check_claim(const json& claim, const BackupObject& o) {
   const std::string phase = kube::string_field(kube::field(claim, "status"), "phase");
-  return {"pvc-bound", object_name(o), phase == "Bound",
+  return {"pvc-bound", o.label(), phase == "Bound",
           phase == "Bound" ? fmt::format("Bound to {}", kube::string_field(kube::field(claim, "spec"), "volumeName"))
                            : fmt::format("phase {}", phase.empty() ? "unknown" : phase)};
 }
 
 // FailedMount events since `started` of the pods that mount the claim.
-VerifyCheck check_mounts(kube::Client& client, const BackupObject& o, std::chrono::system_clock::time_point started) {
-  VerifyCheck check{"no-failed-mount", object_name(o), true, "no FailedMount event since the restore"};
-  auto pods = client.list(kube::paths::pods(o.namespace_name));
-  kube::ListOptions failed_mounts;
-  failed_mounts.field_selector = "reason=FailedMount";
-  auto events = client.list(kube::paths::events(o.namespace_name), failed_mounts);
-  if (!pods || !events) {
+VerifyCheck check_mounts(RoundReader& reader, const BackupObject& o, std::chrono::system_clock::time_point started) {
+  VerifyCheck check{"no-failed-mount", o.label(), true, "no FailedMount event since the restore"};
+  const auto& read = reader.mounts(o.namespace_name);
+  if (!read) {
     check.passed = false;
-    check.detail = fmt::format("cannot read pods and events: {}", (!pods ? pods.error() : events.error()).message);
+    check.detail = fmt::format("cannot read pods and events: {}", read.error().message);
     return check;
   }
   std::set<std::string> mounting;
-  for (const auto& p : pods->items) {
+  for (const auto& p : read->pods) {
     for (const auto& v : kube::array_field(kube::field(p, "spec"), "volumes")) {
       if (kube::string_field(kube::field(v, "persistentVolumeClaim"), "claimName") == o.name)
         mounting.insert(kube::name_of(p));
     }
   }
-  for (const auto& e : events->items) {
+  for (const auto& e : read->failed_mounts) {
     const json& involved = kube::field(e, "involvedObject");
     if (kube::string_field(involved, "kind") != "Pod" || !mounting.contains(kube::string_field(involved, "name")))
       continue;
@@ -70,7 +106,7 @@ VerifyCheck check_mounts(kube::Client& client, const BackupObject& o, std::chron
 }
 
 VerifyCheck check_quota(const json& quota, const BackupObject& o) {
-  VerifyCheck check{"quota-enforced", object_name(o), false, ""};
+  VerifyCheck check{"quota-enforced", o.label(), false, ""};
   if (auto findings = check_quota_keys(quota); !findings.empty()) {
     check.detail = findings.front().message;
     return check;
@@ -99,27 +135,27 @@ VerifyCheck check_node(const json& node, const BackupObject& o) {
     if (!present) missing.push_back("taint " + kube::to_string(want));
   }
   if (kube::node_unschedulable(o.object) && !kube::node_unschedulable(node)) missing.push_back("cordon");
-  return {"node-state", object_name(o), missing.empty(),
+  return {"node-state", o.label(), missing.empty(),
           missing.empty() ? "labels, taints and cordon present" : fmt::format("missing: {}", fmt::join(missing, ", "))};
 }
 
 // The check of one restored object against its live state; nullopt for kinds not verified.
-std::optional<VerifyCheck> check_object(kube::Client& client, const BackupObject& o) {
+std::optional<VerifyCheck> check_object(RoundReader& reader, const BackupObject& o) {
   const std::string_view r = o.kind->resource;
   if (r != "persistentvolumeclaims" && r != "resourcequotas" && r != "nodes" && r != "jobs") return std::nullopt;
-  auto live = client.get(path_of(o));
-  if (!live) {
+  auto live = reader.object(o);
+  if (!live || *live == nullptr) {
     const char* check = r == "persistentvolumeclaims" ? "pvc-bound"
                         : r == "resourcequotas"       ? "quota-enforced"
                         : r == "nodes"                ? "node-state"
                                                       : "job-created";
-    return VerifyCheck{check, object_name(o), false, live.error().message};
+    return VerifyCheck{check, o.label(), false, live ? "not found" : live.error().message};
   }
-  if (r == "persistentvolumeclaims") return check_claim(*live, o);
-  if (r == "resourcequotas") return check_quota(*live, o);
-  if (r == "nodes") return check_node(*live, o);
-  return VerifyCheck{"job-created", object_name(o), true,
-                     fmt::format("exists (uid {})", kube::string_field(kube::field(*live, "metadata"), "uid"))};
+  if (r == "persistentvolumeclaims") return check_claim(**live, o);
+  if (r == "resourcequotas") return check_quota(**live, o);
+  if (r == "nodes") return check_node(**live, o);
+  return VerifyCheck{"job-created", o.label(), true,
+                     fmt::format("exists (uid {})", kube::string_field(kube::field(**live, "metadata"), "uid"))};
 }
 
 }  // namespace
@@ -127,19 +163,22 @@ std::optional<VerifyCheck> check_object(kube::Client& client, const BackupObject
 std::vector<VerifyCheck> verify_restore(kube::Client& client, const RestoreSource& source, const RestoreReport& report,
                                         const RestoreOptions& options, std::chrono::system_clock::time_point started) {
   // What was restored or found in place; skipped objects (missing nodes, owned Jobs) are not.
-  std::vector<const BackupObject*> restored;
+  std::set<std::tuple<const BackupKind*, std::string, std::string>> in_place;
   for (const auto& item : report.items) {
-    if (item.result != RestoreResult::applied && item.result != RestoreResult::unchanged) continue;
-    for (const auto& o : source.objects) {
-      if (o.kind == item.kind && o.namespace_name == item.namespace_name && o.name == item.name) restored.push_back(&o);
-    }
+    if (item.result == RestoreResult::applied || item.result == RestoreResult::unchanged)
+      in_place.emplace(item.kind, item.namespace_name, item.name);
+  }
+  std::vector<const BackupObject*> restored;
+  for (const auto& o : source.objects) {
+    if (in_place.contains({o.kind, o.namespace_name, o.name})) restored.push_back(&o);
   }
   const auto deadline = std::chrono::steady_clock::now() + options.verify_timeout;
   for (;;) {
     std::vector<VerifyCheck> checks;
+    RoundReader reader(client, options.scope.namespace_name);
     for (const BackupObject* o : restored) {
-      if (auto check = check_object(client, *o)) checks.push_back(std::move(*check));
-      if (o->kind->resource == "persistentvolumeclaims") checks.push_back(check_mounts(client, *o, started));
+      if (auto check = check_object(reader, *o)) checks.push_back(std::move(*check));
+      if (o->kind->resource == "persistentvolumeclaims") checks.push_back(check_mounts(reader, *o, started));
     }
     const bool all_passed = std::ranges::all_of(checks, [](const VerifyCheck& c) { return c.passed; });
     if (all_passed || std::chrono::steady_clock::now() >= deadline || util::cancelled()) return checks;

@@ -62,7 +62,8 @@ struct BackupObject {
   std::string namespace_name;
   std::string name;
   nlohmann::json object;
-  std::string path() const;  // "nodes/gpu-1.yaml", "jobs.batch/team-a/train.yaml"
+  std::string path() const;   // "nodes/gpu-1.yaml", "jobs.batch/team-a/train.yaml"
+  std::string label() const;  // "Node gpu-1", "Job team-a/train": how messages name it
 };
 
 // A kind the backup could not read (RBAC) or left out, and why.
