@@ -109,12 +109,17 @@ std::unique_ptr<ssh::Runner> AppContext::ssh_runner(const ssh::SshSettings& sett
 
 namespace {
 
-void add_global_flags(CLI::App& app, GlobalOptions& g) {
+void add_global_flags(CLI::App& app, GlobalOptions& g, HelpData& help) {
   auto* group = "Global options";
-  app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file to use (not merged with KUBECONFIG)")
+  completes(
+      app.add_option("--kubeconfig", g.kubeconfig, "Path to the kubeconfig file to use (not merged with KUBECONFIG)"),
+      help, ValueKind::file)
       ->group(group);
-  app.add_option("--context", g.context, "The kubeconfig context to use")->group(group);
-  app.add_option("-n,--namespace", g.namespace_name, "The namespace scope for this request")->group(group);
+  completes(app.add_option("--context", g.context, "The kubeconfig context to use"), help, ValueKind::context)
+      ->group(group);
+  completes(app.add_option("-n,--namespace", g.namespace_name, "The namespace scope for this request"), help,
+            ValueKind::namespace_)
+      ->group(group);
   app.add_option("--request-timeout", g.request_timeout,
                  "How long to wait for a single server request (e.g. 1s, 2m); 0 waits forever")
       ->default_str("0")
@@ -128,20 +133,21 @@ void add_global_flags(CLI::App& app, GlobalOptions& g) {
   app.add_flag("--no-color", g.no_color, "Never use colors (also: the NO_COLOR environment variable)")->group(group);
 }
 
+CommandDoc root_doc() {
+  std::string codes = "Exit codes:";
+  for (const auto& row : exit_code_docs()) codes += fmt::format("\n  {:<6} {}", row.code, row.meaning);
+  return {codes + "\n\nRun 'gpuctl COMMAND --help' for a command's flags and examples.", {}};
+}
+
 }  // namespace
 
 void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
-  app.footer(
-      "Exit codes: 0 success, 1 failure talking to the cluster or carrying out the operation, 2 usage error,\n"
-      "3 refused by a pre-flight check (submit); submit --wait/--follow: the job's exit code (124 deadline, 125 no "
-      "code,\n126 refused by a pre-flight check);\n"
-      "130 interrupted by Ctrl-C (143 by SIGTERM).\n"
-      "Run 'gpuctl COMMAND --help' for a command's flags and examples.");
+  document(app, context.help(), root_doc());
   app.formatter(help_formatter());  // before the commands: each copies it when added
   app.fallthrough();                // global flags may follow the subcommand, as with kubectl
   app.require_subcommand(0, 1);
   app.add_flag("--version", show_version, "Print the version and the git commit gpuctl was built from");
-  add_global_flags(app, context.globals());
+  add_global_flags(app, context.globals(), context.help());
   for (const auto& spec : command_table()) {
     // The help lists commands by section; a spec may register several (cordon and uncordon).
     auto all = [](CLI::App*) { return true; };

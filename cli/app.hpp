@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command_doc.hpp"
 #include "exit_code.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/client.hpp"
@@ -52,6 +53,8 @@ class AppContext {
 
   Streams& streams() { return streams_; }
   GlobalOptions& globals() { return globals_; }
+  // The help, man pages and completion words of the command tree (command_doc.hpp).
+  HelpData& help() { return help_; }
 
   // Loads the kubeconfig and builds the client on first use ("complete").
   Result<kube::Client*> client();
@@ -73,6 +76,7 @@ class AppContext {
   Streams streams_;
   Environment environment_;
   GlobalOptions globals_;
+  HelpData help_;
   std::optional<kube::RestConfig> config_;
   std::unique_ptr<kube::Client> client_;
 };

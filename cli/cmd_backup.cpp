@@ -145,15 +145,16 @@ Result<ExitCode> run_inspect(const InspectOptions& o, AppContext& ctx) {
 CLI::App* register_inspect(CLI::App& backup, AppContext& ctx) {
   auto o = std::make_shared<InspectOptions>();
   auto* cmd = backup.add_subcommand("inspect", "Check a backup archive and print its manifest");
-  cmd->footer(R"(Reads the whole archive and checks it as restore would (gzip and tar integrity, every file against
+  document(*cmd, ctx.help(),
+           {R"(Reads the whole archive and checks it as restore would (gzip and tar integrity, every file against
 its sha256 in the manifest, the format version), then prints the manifest: gpuctl and cluster
-versions, the context, the time, and per resource the number of objects. Nothing is sent.
-
-Examples:
-  gpuctl backup inspect gpuctl-backup-prod-20261206T120000Z.tar.gz
-  gpuctl backup inspect backup.tar.gz -o json | jq '.kinds[] | {resource, count}')");
-  cmd->add_option("FILE", o->file, "The archive (- for stdin)")->required();
-  add_output_flag(*cmd, o->output, {"text", "json", "yaml"});
+versions, the context, the time, and per resource the number of objects. Nothing is sent.)",
+            {{"Is the archive whole, and what does it hold?",
+              "gpuctl backup inspect gpuctl-backup-prod-20261206T120000Z.tar.gz"},
+             {"How many objects of each kind, for a script",
+              "gpuctl backup inspect backup.tar.gz -o json | jq '.kinds[] | {resource, count}'"}}});
+  completes(cmd->add_option("FILE", o->file, "The archive (- for stdin)"), ctx.help(), ValueKind::file)->required();
+  add_output_flag(*cmd, ctx.help(), o->output, {"text", "json", "yaml"});
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_inspect(*o, ctx); }; });
   return cmd;
 }
@@ -165,7 +166,8 @@ void register_backup(CLI::App& app, AppContext& ctx) {
   auto* cmd = app.add_subcommand("backup",
                                  "Save the cluster's GPU admin state (node labels, taints, cordons, "
                                  "quotas, volumes, GPU jobs, ...) into one archive");
-  cmd->footer(R"(Writes one .tar.gz holding, as readable YAML with one file per object: every node's labels,
+  document(*cmd, ctx.help(),
+           {R"(Writes one .tar.gz holding, as readable YAML with one file per object: every node's labels,
 annotations, taints and cordon; namespaces; ResourceQuotas and LimitRanges; PriorityClasses,
 RuntimeClasses and StorageClasses; PersistentVolumes and PersistentVolumeClaims (definitions, not
 data); GPU Jobs that have not finished (--all-jobs: every unfinished Job); the device plugin's
@@ -178,20 +180,15 @@ file's sha256.
 
 The file is created 0600 under a temporary name in the target folder, synced and renamed: a crash
 or Ctrl-C never leaves a partial archive under the final name. A kind the cluster refuses to list
-(RBAC) fails the backup with nothing written (exit 1) unless --allow-partial, which records the gap.
-
-Examples:
-  # gpuctl-backup-<context>-<UTC time>.tar.gz in the current folder
-  gpuctl backup
-
-  # Only nvidia.com/ and gpuctl.io/ node keys, to a chosen file
-  gpuctl backup --node-keys nvidia.com/,gpuctl.io/ -f /var/backups/gpu-state.tar.gz
-
-  # Stream it elsewhere
-  gpuctl backup -f - | ssh backup-host 'cat > gpu-state.tar.gz')");
-  cmd->add_option("-f,--filename", o->file,
-                  "Where to write the archive (- for stdout); default "
-                  "gpuctl-backup-<context>-<UTC time>.tar.gz");
+(RBAC) fails the backup with nothing written (exit 1) unless --allow-partial, which records the gap.)",
+            {{"gpuctl-backup-<context>-<UTC time>.tar.gz in the current folder", "gpuctl backup"},
+             {"Only nvidia.com/ and gpuctl.io/ node keys, to a chosen file",
+              "gpuctl backup --node-keys nvidia.com/,gpuctl.io/ -f /var/backups/gpu-state.tar.gz"},
+             {"Stream it elsewhere", "gpuctl backup -f - | ssh backup-host 'cat > gpu-state.tar.gz'"}}});
+  completes(cmd->add_option("-f,--filename", o->file,
+                            "Where to write the archive (- for stdout); default "
+                            "gpuctl-backup-<context>-<UTC time>.tar.gz"),
+            ctx.help(), ValueKind::file);
   cmd->add_option("--node-keys", o->node_keys,
                   "Keep only node labels, annotations and taints whose key starts with one of these "
                   "comma-separated prefixes (default: all)");
@@ -200,7 +197,7 @@ Examples:
                 "Also keep the Secrets the kept Jobs and DaemonSets reference (the archive then holds them)");
   cmd->add_flag("--allow-partial", o->allow_partial,
                 "Write the archive even when a kind cannot be listed, recording the gap in the manifest");
-  add_output_flag(*cmd, o->output, {"text", "json", "yaml"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"text", "json", "yaml"});
   CLI::App* inspect = register_inspect(*cmd, ctx);
   cmd->callback([o, cmd, inspect, &ctx] {
     if (!cmd->got_subcommand(inspect)) ctx.run = [o, &ctx] { return run_backup(*o, ctx); };

@@ -70,48 +70,41 @@ Result<ExitCode> run_cordon(const CordonOptions& o, AppContext& ctx) {
 void register_cordon(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<CordonOptions>();
   auto* cmd = app.add_subcommand("cordon", "Mark nodes unschedulable, recording why, by whom and when");
-  cmd->footer(R"(The record is kept in the annotations gpuctl.io/cordon-reason, gpuctl.io/cordoned-by (the
+  document(*cmd, ctx.help(),
+           {R"(The record is kept in the annotations gpuctl.io/cordon-reason, gpuctl.io/cordoned-by (the
 user the API server knows you as) and gpuctl.io/cordoned-at; 'gpuctl nodes -o wide' shows it and
 'gpuctl uncordon' clears it. A node that is already cordoned is left as it is ("unchanged"), with
-its earlier record.
-
-Examples:
-  # Take a node out after ECC errors, saying why
-  gpuctl cordon gpu-7 --reason "uncorrectable ECC errors, RMA ticket 4711"
-
-  # Every H100 node, before a driver upgrade
-  gpuctl cordon -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --reason "driver 550 upgrade")");
-  cmd->add_option("nodes", o->nodes.args, "NODE...");
-  add_node_change_flags(*cmd, o->nodes);
+its earlier record.)",
+            {{"Take a node out after ECC errors, saying why",
+              R"(gpuctl cordon gpu-7 --reason "uncorrectable ECC errors, RMA ticket 4711")"},
+             {"Every H100 node, before a driver upgrade",
+              R"(gpuctl cordon -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --reason "driver 550 upgrade")"}}});
+  completes(cmd->add_option("nodes", o->nodes.args, "NODE..."), ctx.help(), ValueKind::node);
+  add_node_change_flags(*cmd, ctx.help(), o->nodes);
   cmd->add_option("--reason", o->reason, "Why the node is cordoned (recorded on the node)");
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_cordon(*o, ctx); }; });
 
   auto u = std::make_shared<CordonOptions>();
   u->cordon = false;
   auto* un = app.add_subcommand("uncordon", "Mark nodes schedulable again and clear their cordon record");
-  un->footer(R"(--verify first probes each node's GPUs over ssh, as 'gpuctl gpus' does (the --ssh-* flags, else
+  document(*un, ctx.help(),
+           {R"(--verify first probes each node's GPUs over ssh, as 'gpuctl gpus' does (the --ssh-* flags, else
 ~/.ssh/config and $GPUCTL_SSH_*), and runs diagnose's node-side checks on it. Only a node with
 nothing critical is uncordoned. A node with a critical finding (driver not loaded or mismatched,
 a GPU lost or missing, a fatal Xid, a failed row remap, Fabric Manager down) or whose GPUs do not
 all answer stays cordoned, or is cordoned, with the finding as its gpuctl.io/cordon-reason. A node
 that cannot be checked (ssh fails, no nvidia-smi on the host, Ctrl-C) is left as it is: never
 uncordoned unverified. Both are reported failed (exit 1); the other nodes go on. Nodes that are
-not GPU nodes have nothing to verify and are uncordoned.
-
-Examples:
-  # Bring a repaired node back
-  gpuctl uncordon gpu-7
-
-  # Only if its driver and GPUs are healthy now
-  gpuctl uncordon gpu-7 --verify
-
-  # Every node cordoned for the upgrade
-  gpuctl uncordon -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --verify --ssh-user ubuntu)");
-  un->add_option("nodes", u->nodes.args, "NODE...");
-  add_node_change_flags(*un, u->nodes);
+not GPU nodes have nothing to verify and are uncordoned.)",
+            {{"Bring a repaired node back", "gpuctl uncordon gpu-7"},
+             {"Only if its driver and GPUs are healthy now", "gpuctl uncordon gpu-7 --verify"},
+             {"Every node cordoned for the upgrade",
+              "gpuctl uncordon -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --verify --ssh-user ubuntu"}}});
+  completes(un->add_option("nodes", u->nodes.args, "NODE..."), ctx.help(), ValueKind::node);
+  add_node_change_flags(*un, ctx.help(), u->nodes);
   un->add_flag("--verify", u->verify,
                "Probe each node's GPUs over ssh first; a node with a critical finding stays cordoned, saying why");
-  add_ssh_flags(*un, u->ssh);
+  add_ssh_flags(*un, ctx.help(), u->ssh);
   u->cmd = un;
   o->cmd = cmd;
   un->callback([u, &ctx] { ctx.run = [u, &ctx] { return run_cordon(*u, ctx); }; });

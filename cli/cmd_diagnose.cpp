@@ -263,7 +263,8 @@ Result<ExitCode> run_diagnose(const DiagnoseOptions& o, AppContext& ctx) {
 void register_diagnose(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<DiagnoseOptions>();
   auto* cmd = app.add_subcommand("diagnose", "Find the cluster's GPU failures, explain them and say what to run");
-  cmd->footer(R"(Reads what the checks need once (nodes, pods, ...), runs every check over it and prints the
+  document(*cmd, ctx.help(),
+           {R"(Reads what the checks need once (nodes, pods, ...), runs every check over it and prints the
 findings worst first, each with its evidence and the commands to run. A list gpuctl may not read
 (RBAC) skips only the checks that need it, named on stderr. gpuctl diagnose --list-checks shows
 every check.
@@ -292,33 +293,32 @@ Exit codes: 0 nothing at or above --fail-on; 4 something was; 5 nothing was, but
 could not run; 1 diagnose could not run at all (cluster unreachable, credentials refused, a
 --suppress file it cannot read); 2 bad flags or a bad --suppress file. With --quarantine, after
 the report: 3 when the circuit breaker refused (more nodes qualify than --max-quarantine), 2 when
-nodes qualify and neither --yes nor --dry-run was given, 1 when a cordon failed.
-
-Examples:
-  # The whole cluster
-  gpuctl diagnose
-
-  # One pool, only the node checks, as JSON for a script
-  gpuctl diagnose -l pool=a100 --check node-not-ready,gpu-unhealthy-devices -o json
-
-  # What the API shows only, without ssh; or the node side through a bastion as ubuntu
-  gpuctl diagnose --no-ssh
-  gpuctl diagnose --ssh-user ubuntu --ssh-option ProxyJump=bastion --since 6h
-
-  # In CI: fail on warnings too, the report as JUnit, known problems set apart
-  gpuctl diagnose --fail-on warning --suppress known-issues.yaml -o junit > diagnose.xml
-
-  # For node_exporter --collector.textfile.directory=/var/lib/node_exporter (cron, every 5 min):
-  # 0, 4 and 5 all wrote a whole report; the rename makes it appear at once
-  cd /var/lib/node_exporter && { gpuctl diagnose -o prometheus > gpuctl.prom.tmp;
-    case $? in 0|4|5) mv gpuctl.prom.tmp gpuctl.prom;; esac; })");
+nodes qualify and neither --yes nor --dry-run was given, 1 when a cordon failed.)",
+            {{"The whole cluster", "gpuctl diagnose"},
+             {"One pool, only the node checks, as JSON for a script",
+              "gpuctl diagnose -l pool=a100 --check node-not-ready,gpu-unhealthy-devices -o json"},
+             {"What the API shows only, without ssh", "gpuctl diagnose --no-ssh"},
+             {"The node side too, through a bastion as ubuntu, the kernel logs of the last 6 hours",
+              "gpuctl diagnose --ssh-user ubuntu --ssh-option ProxyJump=bastion --since 6h"},
+             {"In CI: fail on warnings too, the report as JUnit, known problems set apart",
+              "gpuctl diagnose --fail-on warning --suppress known-issues.yaml -o junit > diagnose.xml"},
+             {"For node_exporter --collector.textfile.directory=/var/lib/node_exporter (cron, every 5 min): 0, 4 and 5 "
+              "all wrote a whole report; the rename makes it appear at once",
+              R"(cd /var/lib/node_exporter && { gpuctl diagnose -o prometheus > gpuctl.prom.tmp;
+    case $? in 0|4|5) mv gpuctl.prom.tmp gpuctl.prom;; esac; })"}}});
   cmd->fallthrough();
-  add_selector_flag(*cmd, o->selector);
+  add_selector_flag(*cmd, ctx.help(), o->selector);
   cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "Workloads of every namespace (the default without -n)");
-  cmd->add_option("--check", o->only, "Run only these checks (ID,...)")->delimiter(',');
-  cmd->add_option("--skip", o->skip, "Do not run these checks (ID,...)")->delimiter(',');
-  cmd->add_option("--fail-on", o->fail_on, "Exit 4 when a finding is at least this severe (default error)")
-      ->check(CLI::IsMember({"critical", "error", "warning", "info", "never"}));
+  // The check ids complete, but are not checked here: run_diagnose names an unknown one.
+  std::vector<std::string> ids;
+  for (const auto& check : ops::diagnose::checks()) ids.emplace_back(check.id);
+  auto* only = cmd->add_option("--check", o->only, "Run only these checks (ID,...)")->delimiter(',');
+  ctx.help().values(only, {ValueKind::choice, ids, false});
+  auto* skip = cmd->add_option("--skip", o->skip, "Do not run these checks (ID,...)")->delimiter(',');
+  ctx.help().values(skip, {ValueKind::choice, ids, false});
+  with_choices(
+      cmd->add_option("--fail-on", o->fail_on, "Exit 4 when a finding is at least this severe (default error)"),
+      ctx.help(), {"critical", "error", "warning", "info", "never"});
   cmd->add_option("--since", o->since, "Events, logs and restarts within this window count (default 1h)");
   cmd->add_option("--restart-threshold", o->restart_threshold,
                   "restart-storm: a GPU pod's container restarted at least this often (default 5)");
@@ -329,13 +329,14 @@ Examples:
   cmd->add_option("--gpu-memory-threshold", o->gpu_memory_threshold,
                   "gpu-memory-high: a GPU above this percentage of its memory (default 90)");
   cmd->add_flag("--no-ssh", o->no_ssh, "Do not reach the nodes: skip the node-side checks (reported as skipped)");
-  add_ssh_flags(*cmd, o->ssh);
+  add_ssh_flags(*cmd, ctx.help(), o->ssh);
   cmd->add_flag("--list-checks", o->list_checks, "List the checks and exit");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no remedies (for scripts)");
-  cmd->add_option("--suppress", o->suppress_file,
-                  "YAML list of findings not to act on: check, object and/or node (globs), reason, until")
+  completes(cmd->add_option("--suppress", o->suppress_file,
+                            "YAML list of findings not to act on: check, object and/or node (globs), reason, until"),
+            ctx.help(), ValueKind::file)
       ->type_name("FILE");
-  add_output_flag(*cmd, o->output, {"table", "json", "yaml", "junit", "prometheus"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"table", "json", "yaml", "junit", "prometheus"});
   add_quarantine_flags(*cmd, o->quarantine);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_diagnose(*o, ctx); }; });
 }

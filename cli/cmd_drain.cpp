@@ -318,7 +318,8 @@ void register_drain(CLI::App& app, AppContext& ctx) {
   auto f = std::make_shared<DrainFlags>();
   auto* cmd = app.add_subcommand(
       "drain", "Cordon nodes and evict their pods, as kubectl drain does; plan, parallel and rolling");
-  cmd->footer(R"(Cordons each node (recording --reason), then evicts its pods through the policy/v1 Eviction
+  document(*cmd, ctx.help(),
+           {R"(Cordons each node (recording --reason), then evicts its pods through the policy/v1 Eviction
 API, so PodDisruptionBudgets are honoured: a refused eviction (429) is retried every 5 s and each
 retry names the budget. Pods are chosen by kubectl's rules: DaemonSet pods need
 --ignore-daemonsets (they stay), mirror pods always stay, pods with emptyDir need
@@ -332,24 +333,19 @@ evictions and started nodes cordoned, prints the summary and exits 130 (143 for 
 probed over ssh as 'gpuctl gpus' does (the --ssh-* flags, else ~/.ssh/config and $GPUCTL_SSH_*)
 and judged by diagnose's node-side checks. A node with a critical finding (driver not loaded, a GPU
 lost, a fatal Xid, ...) stays cordoned with the finding as its reason, one that cannot be checked
-stays cordoned as it is; either fails like a failed --exec: no further node is started.
-
-Examples:
-  # What would happen, pod by pod, with budgets and room for GPU pods elsewhere
-  gpuctl drain gpu-7 --ignore-daemonsets --dry-run
-
-  # Drain a node after ECC errors
-  gpuctl drain gpu-7 --ignore-daemonsets --reason "uncorrectable ECC errors" --timeout 10m
-
-  # Four H100 nodes at a time, at most 20 evictions in flight
-  gpuctl drain -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --ignore-daemonsets \
-      --max-concurrent 4 --max-evictions-in-flight 20
-
-  # Rolling driver upgrade, two nodes out at a time
-  gpuctl drain -l pool=train --ignore-daemonsets --rolling --max-unavailable 2 \
-      --exec 'ssh -- "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)");
-  cmd->add_option("nodes", f->names, "NODE...");
-  add_selector_flag(*cmd, f->selector);
+stays cordoned as it is; either fails like a failed --exec: no further node is started.)",
+            {{"What would happen, pod by pod, with budgets and room for GPU pods elsewhere",
+              "gpuctl drain gpu-7 --ignore-daemonsets --dry-run"},
+             {"Drain a node after ECC errors",
+              R"(gpuctl drain gpu-7 --ignore-daemonsets --reason "uncorrectable ECC errors" --timeout 10m)"},
+             {"Four H100 nodes at a time, at most 20 evictions in flight",
+              R"(gpuctl drain -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 --ignore-daemonsets \
+      --max-concurrent 4 --max-evictions-in-flight 20)"},
+             {"Rolling driver upgrade, two nodes out at a time",
+              R"(gpuctl drain -l pool=train --ignore-daemonsets --rolling --max-unavailable 2 \
+      --exec 'ssh -- "$1" sudo /opt/upgrade-driver.sh' --wait-ready 10m --uncordon)"}}});
+  completes(cmd->add_option("nodes", f->names, "NODE..."), ctx.help(), ValueKind::node);
+  add_selector_flag(*cmd, ctx.help(), f->selector);
   cmd->add_flag("--all-gpu-nodes", f->all_gpu_nodes, "Every GPU node");
   cmd->add_option("--reason", f->reason, "Why the nodes are drained (recorded on the cordon)");
   cmd->add_flag("--ignore-daemonsets", f->policy.ignore_daemonsets,
@@ -368,7 +364,7 @@ Examples:
   cmd->add_option("--skip-wait-for-delete-timeout", f->policy.skip_wait_for_delete_timeout_seconds,
                   "Skip pods deleted more than this many seconds ago (for NotReady nodes)");
   cmd->add_flag("--dry-run", f->dry_run, "Print the plan, pod by pod, and change nothing");
-  add_output_flag(*cmd, f->output, {"table", "json", "yaml", "name"});
+  add_output_flag(*cmd, ctx.help(), f->output, {"table", "json", "yaml", "name"});
   f->max_concurrent_opt =
       cmd->add_option("--max-concurrent", f->max_concurrent, "Drain this many nodes at once")->default_str("1");
   f->in_flight_opt = cmd->add_option("--max-evictions-in-flight", f->max_evictions_in_flight,
@@ -382,7 +378,7 @@ Examples:
   f->verify_opt = cmd->add_flag("--verify,!--no-verify", f->verify,
                                 "Rolling --uncordon: probe the node's GPUs over ssh before its uncordon; a node with "
                                 "a critical finding stays cordoned and stops the run (default on)");
-  add_ssh_flags(*cmd, f->ssh);
+  add_ssh_flags(*cmd, ctx.help(), f->ssh);
   f->cmd = cmd;
   f->wait_ready_opt =
       cmd->add_option("--wait-ready", f->wait_ready, "Rolling: wait up to this long for the node to be Ready");

@@ -110,30 +110,25 @@ void register_gpus(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<GpusOptions>();
   auto* cmd = app.add_subcommand(
       "gpus", "Every GPU of the chosen nodes, live over ssh, with the pods Kubernetes placed on them");
-  cmd->footer(R"(gpuctl runs one fixed probe script (nvidia-smi -q -x, and per GPU when one broken GPU makes
+  document(
+      *cmd, ctx.help(),
+      {R"(gpuctl runs one fixed probe script (nvidia-smi -q -x, and per GPU when one broken GPU makes
 the whole query fail) on every GPU node through the system ssh, at most --fanout at once, each
 killed at --ssh-timeout. Nodes that do not answer are listed apart with the reason (unreachable,
 auth_failed, host_key_mismatch, timed_out, driver_not_loaded, driver_library_mismatch, gpu_lost,
 no_devices, ...), identical failures grouped with a node count. Exit code 1 when any node did not
 fully answer. Ctrl-C or SIGTERM stops every ssh, lists the nodes not reached as interrupted and
-exits 130 (143 for SIGTERM).
-
-Examples:
-  # Every GPU node, through ~/.ssh/config
-  gpuctl gpus
-
-  # Two nodes, as user ubuntu through a bastion
-  gpuctl gpus gpu-0 gpu-1 --ssh-user ubuntu --ssh-option ProxyJump=bastion
-
-  # The A100 nodes every 5 seconds
-  gpuctl gpus -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB --watch 5s
-
-  # Re-run only the nodes that failed
-  gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed))");
-  cmd->add_option("nodes", o->names, "NODE... (default: every GPU node)");
-  add_selector_flag(*cmd, o->selector);
-  add_ssh_flags(*cmd, o->ssh);
-  add_output_flag(*cmd, o->output, {"table", "json", "yaml"});
+exits 130 (143 for SIGTERM).)",
+       {{"Every GPU node, through ~/.ssh/config", "gpuctl gpus"},
+        {"Two nodes, as user ubuntu through a bastion",
+         "gpuctl gpus gpu-0 gpu-1 --ssh-user ubuntu --ssh-option ProxyJump=bastion"},
+        {"The A100 nodes every 5 seconds", "gpuctl gpus -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB --watch 5s"},
+        {"Re-run only the nodes that failed",
+         "gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed)"}}});
+  completes(cmd->add_option("nodes", o->names, "NODE... (default: every GPU node)"), ctx.help(), ValueKind::node);
+  add_selector_flag(*cmd, ctx.help(), o->selector);
+  add_ssh_flags(*cmd, ctx.help(), o->ssh);
+  add_output_flag(*cmd, ctx.help(), o->output, {"table", "json", "yaml"});
   cmd->add_option("--failed-hosts", o->failed_hosts,
                   "Write the names of the nodes that did not fully answer to FILE, one a line");
   cmd->add_option("-w,--watch", o->watch, "Refresh every INTERVAL (default 2s) until interrupted")

@@ -191,58 +191,47 @@ void register_jobs(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<JobsOptions>();
   auto* cmd =
       app.add_subcommand("jobs", "List GPU jobs: status, GPUs, nodes, age, duration, and why they pend or failed");
-  cmd->footer(R"(GPU jobs are batch/v1 Jobs whose pod template requests an nvidia.com/* resource (--all lists
+  document(*cmd, ctx.help(),
+           {R"(GPU jobs are batch/v1 Jobs whose pod template requests an nvidia.com/* resource (--all lists
 every Job). STATUS comes from the Job's conditions: Pending (no pod running yet), Running,
 Succeeded, Failed, Suspended. GPUS is what the job asks for at once (GPUs per pod x parallelism).
 REASON says in plain words why a job pends (the scheduler's verdict from its pods' PodScheduled
 condition, a quota that refused its pods, suspension) or why it failed (the Failed condition and
-the exit code of the failed container).
-
-Examples:
-  # GPU jobs in the current namespace
-  gpuctl jobs
-
-  # Every namespace, with per-pod GPUs, pod counts and exit codes
-  gpuctl jobs -A -o wide
-
-  # The stable JSON schema (kind GPUJobList) for scripts
-  gpuctl jobs -n team-a -o json | jq '.items[] | select(.status == "Failed") | .failure.exitCode'
-
-  # Delete finished jobs (and their pods) that finished more than a day ago
-  gpuctl jobs clean -n team-a --older-than 24h)");
+the exit code of the failed container).)",
+            {{"GPU jobs in the current namespace", "gpuctl jobs"},
+             {"Every namespace, with per-pod GPUs, pod counts and exit codes", "gpuctl jobs -A -o wide"},
+             {"The stable JSON schema (kind GPUJobList) for scripts",
+              R"(gpuctl jobs -n team-a -o json | jq '.items[] | select(.status == "Failed") | .failure.exitCode')"},
+             {"Delete finished jobs (and their pods) that finished more than a day ago",
+              "gpuctl jobs clean -n team-a --older-than 24h"}}});
   cmd->fallthrough();  // -n and the other global flags also after 'jobs clean'
   cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "List jobs in every namespace");
-  add_selector_flag(*cmd, o->selector, "jobs");
+  add_selector_flag(*cmd, ctx.help(), o->selector, "jobs");
   cmd->add_flag("--all", o->all, "List every job, not only GPU jobs");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers (for scripts)");
-  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"table", "wide", "json", "yaml", "name"});
 
   auto c = std::make_shared<JobsCleanOptions>();
   auto* clean = cmd->add_subcommand("clean", "Delete finished (Complete or Failed) jobs together with their pods");
-  clean->footer(R"(Deletes finished GPU jobs (--all: every finished job) with propagationPolicy=Background, so
+  document(*clean, ctx.help(),
+           {R"(Deletes finished GPU jobs (--all: every finished job) with propagationPolicy=Background, so
 their pods are garbage-collected too (a plain 'kubectl delete job' keeps them), and with a uid
 precondition, so a new job that took the same name is never touched. Jobs still pending or
 running are kept. A failed deletion does not stop the others; it is named at the end and the
-exit code is 1.
-
-Examples:
-  # Preview: which finished jobs would go
-  gpuctl jobs clean -n team-a --dry-run
-
-  # Jobs that finished more than 7 days ago, in every namespace
-  gpuctl jobs clean -A --older-than 7d
-
-  # Only the failed sweep jobs, checked by the API server without deleting anything
-  gpuctl jobs clean -n team-a -l app=sweep --dry-run=server)");
+exit code is 1.)",
+            {{"Preview: which finished jobs would go", "gpuctl jobs clean -n team-a --dry-run"},
+             {"Jobs that finished more than 7 days ago, in every namespace", "gpuctl jobs clean -A --older-than 7d"},
+             {"Only the failed sweep jobs, checked by the API server without deleting anything",
+              "gpuctl jobs clean -n team-a -l app=sweep --dry-run=server"}}});
   clean->fallthrough();
   clean->add_flag("-A,--all-namespaces", c->all_namespaces, "Clean jobs in every namespace");
-  add_selector_flag(*clean, c->selector, "jobs");
+  add_selector_flag(*clean, ctx.help(), c->selector, "jobs");
   clean->add_flag("--all", c->all, "Also delete finished jobs that request no GPU");
   clean
       ->add_option("--older-than", c->older_than,
                    "Only jobs that finished longer ago than this (e.g. 30m, 24h, 7d); 0 (default): every finished job")
       ->default_str("0");
-  add_dry_run_flag(*clean, c->dry_run);
+  add_dry_run_flag(*clean, ctx.help(), c->dry_run);
   clean->callback([c, &ctx] { ctx.run = [c, &ctx] { return run_jobs_clean(*c, ctx); }; });
 
   cmd->callback([o, cmd, clean, &ctx] {

@@ -34,20 +34,17 @@ Result<ExitCode> run_label(const LabelOptions& o, AppContext& ctx) {
 void register_label(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<LabelOptions>();
   auto* cmd = app.add_subcommand("label", "Set or remove labels on nodes (kubectl's syntax)");
-  cmd->footer(R"(KEY=VALUE sets a label, KEY- removes it. Changing an existing label's value needs
---overwrite. Keys and values are checked by Kubernetes' rules before anything is sent.
-
-Examples:
-  # Group nodes by GPU type, as many schedulers and quotas expect
-  gpuctl label gpu-0 gpu-1 accelerator=nvidia-a100
-
-  # Relabel every node of a product
-  gpuctl label -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 accelerator=nvidia-h100 --overwrite
-
-  # What would be sent, without sending it
-  gpuctl label gpu-0 team=vision --dry-run)");
-  cmd->add_option("args", o->nodes.args, "NODE... then KEY=VALUE or KEY-")->required();
-  add_node_change_flags(*cmd, o->nodes);
+  document(*cmd, ctx.help(),
+           {R"(KEY=VALUE sets a label, KEY- removes it. Changing an existing label's value needs
+--overwrite. Keys and values are checked by Kubernetes' rules before anything is sent.)",
+            {{"Group nodes by GPU type, as many schedulers and quotas expect",
+              "gpuctl label gpu-0 gpu-1 accelerator=nvidia-a100"},
+             {"Relabel every node of a product",
+              "gpuctl label -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 accelerator=nvidia-h100 --overwrite"},
+             {"What would be sent, without sending it", "gpuctl label gpu-0 team=vision --dry-run"}}});
+  completes(cmd->add_option("args", o->nodes.args, "NODE... then KEY=VALUE or KEY-"), ctx.help(), ValueKind::node)
+      ->required();
+  add_node_change_flags(*cmd, ctx.help(), o->nodes);
   cmd->add_flag("--overwrite", o->overwrite, "Change the value of labels that exist");
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_label(*o, ctx); }; });
 }

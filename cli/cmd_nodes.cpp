@@ -199,39 +199,33 @@ void register_nodes(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<NodesOptions>();
   auto* cmd =
       app.add_subcommand("nodes", "List GPU nodes: product, GPU capacity, allocatable, used, free and unhealthy");
-  cmd->footer(R"(GPU nodes are nodes that advertise an nvidia.com/* resource or carry a GPU product label
+  document(*cmd, ctx.help(),
+           {R"(GPU nodes are nodes that advertise an nvidia.com/* resource or carry a GPU product label
 (nvidia.com/gpu.product, cloud.google.com/gke-accelerator, accelerator, ...). USED is the sum of
 the GPU requests of the non-terminal pods bound to the node; UNHEALTHY is capacity - allocatable
-(devices the device plugin reported unhealthy). A summary per product follows the table.
-
-Examples:
-  # Every GPU node, with a summary per product
-  gpuctl nodes
-
-  # A100 nodes with driver, CUDA, MIG resources and cordon reasons
-  gpuctl nodes -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB -o wide
-
-  # Nodes with the most free GPUs last, for a script
-  gpuctl nodes --sort-by free --no-headers
-
-  # The stable JSON schema (kind GPUNodeList) for scripts
-  gpuctl nodes -o json | jq '.items[] | select(.gpus.free > 0) | .name')");
-  add_selector_flag(*cmd, o->selector);
+(devices the device plugin reported unhealthy). A summary per product follows the table.)",
+            {{"Every GPU node, with a summary per product", "gpuctl nodes"},
+             {"A100 nodes with driver, CUDA, MIG resources and cordon reasons",
+              "gpuctl nodes -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-40GB -o wide"},
+             {"Nodes with the most free GPUs last, for a script", "gpuctl nodes --sort-by free --no-headers"},
+             {"The stable JSON schema (kind GPUNodeList) for scripts",
+              "gpuctl nodes -o json | jq '.items[] | select(.gpus.free > 0) | .name'"}}});
+  add_selector_flag(*cmd, ctx.help(), o->selector);
   cmd->add_flag("--all", o->all, "List every node, not only GPU nodes");
-  cmd->add_option("--sort-by", o->sort_by,
-                  "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
-      ->default_str("name")
-      ->check(CLI::IsMember(std::vector<std::string>(ops::node_sort_keys().begin(), ops::node_sort_keys().end())));
+  with_choices(cmd->add_option("--sort-by", o->sort_by,
+                               "Sort by: name, status, product, capacity, allocatable, used, free, unhealthy, age")
+                   ->default_str("name"),
+               ctx.help(), std::vector<std::string>(ops::node_sort_keys().begin(), ops::node_sort_keys().end()));
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no summary (for scripts)");
   cmd->add_flag(
       "--from-cache", o->from_cache,
       "Read from the API server's watch cache (resourceVersion=0): cheaper on big clusters, possibly seconds stale");
-  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"table", "wide", "json", "yaml", "name"});
   cmd->add_flag(
       "--live", o->live,
       "Also ask every GPU node over ssh (as 'gpuctl gpus' does): driver version, GPU utilization, memory used; "
       "exit code 1 when a node did not answer");
-  add_ssh_flags(*cmd, o->ssh);
+  add_ssh_flags(*cmd, ctx.help(), o->ssh);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_nodes(*o, ctx); }; });
 }
 

@@ -287,7 +287,8 @@ CLI::App* register_quota_set(CLI::App& quota, AppContext& ctx) {
   auto s = std::make_shared<QuotaSetOptions>();
   auto* set =
       quota.add_subcommand("set", "Create or update the namespace's GPU quota (requests.* keys) and per-pod maximum");
-  set->footer(R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
+  document(*set, ctx.help(),
+           {R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
 for each --resource (the requests. keys are the only ones Kubernetes enforces for extended
 resources), and with --max-per-pod the LimitRange gpuctl-gpu-limits (type Pod and Container max
 nvidia.com/gpu: M; containers without a GPU limit default to 0, as LimitRanger would refuse them
@@ -295,29 +296,22 @@ otherwise). Both carry app.kubernetes.io/managed-by=gpuctl; other quotas are nev
 Idempotent: "unchanged" when nothing differs, "configured" when it did. --resource is the whole
 list: a resource left out of a later call is dropped from the quota. Without --max-per-pod an
 existing gpuctl LimitRange is left as it is ('gpuctl quota delete' removes both). A value below
-current use warns: running pods stay, new ones are refused.
-
-Examples:
-  # 8 GPUs for team-a, at most 4 per pod
-  gpuctl quota set team-a --gpus 8 --max-per-pod 4
-
-  # Whole GPUs and MIG slices
-  gpuctl quota set team-b --gpus 2 --resource nvidia.com/mig-1g.10gb=7
-
-  # The objects that would be sent
-  gpuctl quota set team-a --gpus 8 --dry-run=client -o yaml)");
+current use warns: running pods stay, new ones are refused.)",
+            {{"8 GPUs for team-a, at most 4 per pod", "gpuctl quota set team-a --gpus 8 --max-per-pod 4"},
+             {"Whole GPUs and MIG slices", "gpuctl quota set team-b --gpus 2 --resource nvidia.com/mig-1g.10gb=7"},
+             {"The objects that would be sent", "gpuctl quota set team-a --gpus 8 --dry-run=client -o yaml"}}});
   set->fallthrough();
-  set->add_option("namespace", s->namespace_name, "NS");
+  completes(set->add_option("namespace", s->namespace_name, "NS"), ctx.help(), ValueKind::namespace_);
   set->add_option("--gpus", s->gpus,
                   "requests.nvidia.com/gpu: the GPUs all pods of the namespace may request together");
   auto* max = set->add_option("--max-per-pod", s->max_per_pod,
                               "The most GPUs one pod (and one container) may request (a LimitRange)");
   set->add_option("--resource", s->resources,
                   "Another extended resource to cap, NAME=COUNT (e.g. nvidia.com/mig-1g.10gb=7); repeatable");
-  add_dry_run_flag(*set, s->dry_run);
-  set->add_option("-o,--output", s->output,
-                  "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)")
-      ->check(CLI::IsMember({"text", "json", "yaml"}));
+  add_dry_run_flag(*set, ctx.help(), s->dry_run);
+  with_choices(set->add_option("-o,--output", s->output,
+                               "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)"),
+               ctx.help(), {"text", "json", "yaml"});
   set->callback([s, max, &ctx] {
     s->max_per_pod_given = max->count() > 0;
     ctx.run = [s, &ctx] { return run_quota_set(*s, ctx); };
@@ -329,19 +323,15 @@ Examples:
 CLI::App* register_quota_delete(CLI::App& quota, AppContext& ctx) {
   auto d = std::make_shared<QuotaDeleteOptions>();
   auto* del = quota.add_subcommand("delete", "Delete the GPU quota and LimitRange gpuctl created in a namespace");
-  del->footer(R"(Deletes resourcequota/gpuctl-gpu-quota and limitrange/gpuctl-gpu-limits (only with the label
+  document(*del, ctx.help(),
+           {R"(Deletes resourcequota/gpuctl-gpu-quota and limitrange/gpuctl-gpu-limits (only with the label
 app.kubernetes.io/managed-by=gpuctl, with a uid precondition). Quotas gpuctl did not create are
-never deleted; when neither object is there, the error names the quotas that are.
-
-Examples:
-  # Remove team-a's GPU cap
-  gpuctl quota delete team-a
-
-  # What would be deleted
-  gpuctl quota delete team-a --dry-run)");
+never deleted; when neither object is there, the error names the quotas that are.)",
+            {{"Remove team-a's GPU cap", "gpuctl quota delete team-a"},
+             {"What would be deleted", "gpuctl quota delete team-a --dry-run"}}});
   del->fallthrough();
-  del->add_option("namespace", d->namespace_name, "NS");
-  add_dry_run_flag(*del, d->dry_run);
+  completes(del->add_option("namespace", d->namespace_name, "NS"), ctx.help(), ValueKind::namespace_);
+  add_dry_run_flag(*del, ctx.help(), d->dry_run);
   del->callback([d, &ctx] { ctx.run = [d, &ctx] { return run_quota_delete(*d, ctx); }; });
   return del;
 }
@@ -351,24 +341,20 @@ CLI::App* register_quota_fix(CLI::App& quota, AppContext& ctx) {
   auto f = std::make_shared<QuotaFixOptions>();
   auto* fix =
       quota.add_subcommand("fix", "Rewrite quota keys Kubernetes never enforces (nvidia.com/gpu) to requests.* keys");
-  fix->footer(R"(For every ResourceQuota (in NS, else -n, else every namespace) whose spec.hard has nvidia.com/*
+  document(*fix, ctx.help(),
+           {R"(For every ResourceQuota (in NS, else -n, else every namespace) whose spec.hard has nvidia.com/*
 keys without the requests. prefix (nvidia.com/gpu, limits.nvidia.com/gpu), rewrites them to
 requests.<resource>. When the requests. key is there too, the smaller (stricter) value is kept.
 Each quota is replaced with its resourceVersion, so a concurrent change is never lost (gpuctl
-reads it again and re-plans). One failed quota does not stop the others (exit code 1).
-
-Examples:
-  # What would change, in every namespace
-  gpuctl quota fix --dry-run
-
-  # Fix team-a's quotas
-  gpuctl quota fix team-a)");
+reads it again and re-plans). One failed quota does not stop the others (exit code 1).)",
+            {{"What would change, in every namespace", "gpuctl quota fix --dry-run"},
+             {"Fix team-a's quotas", "gpuctl quota fix team-a"}}});
   fix->fallthrough();
-  fix->add_option("namespace", f->namespace_name, "NS");
-  add_dry_run_flag(*fix, f->dry_run);
-  fix->add_option("-o,--output", f->output,
-                  "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)")
-      ->check(CLI::IsMember({"text", "json", "yaml"}));
+  completes(fix->add_option("namespace", f->namespace_name, "NS"), ctx.help(), ValueKind::namespace_);
+  add_dry_run_flag(*fix, ctx.help(), f->dry_run);
+  with_choices(fix->add_option("-o,--output", f->output,
+                               "Output format: text|json|yaml (json/yaml: the quotas as written, a v1 List)"),
+               ctx.help(), {"text", "json", "yaml"});
   fix->callback([f, &ctx] { ctx.run = [f, &ctx] { return run_quota_fix(*f, ctx); }; });
   return fix;
 }
@@ -379,31 +365,24 @@ void register_quota(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<QuotaOptions>();
   auto* cmd = app.add_subcommand(
       "quota", "Show GPU quota per namespace: hard, used, free, the per-pod maximum, what quota held back");
-  cmd->footer(R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
+  document(*cmd, ctx.help(),
+           {R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
 (and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
 kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
 Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission refused, listed
 below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
 Quota keys Kubernetes accepts but never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) are
-flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.
-
-Examples:
-  # The current namespace
-  gpuctl quota
-
-  # Every namespace with a GPU quota or GPU pods, with scopes and owners
-  gpuctl quota -A -o wide
-
-  # The stable JSON schema (kind GPUQuotaList) for scripts
-  gpuctl quota -n team-a -o json | jq '.items[].quotas[].resources[] | {key, used, hard}'
-
-  # Cap team-a at 8 GPUs, at most 4 per pod
-  gpuctl quota set team-a --gpus 8 --max-per-pod 4)");
+flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.)",
+            {{"The current namespace", "gpuctl quota"},
+             {"Every namespace with a GPU quota or GPU pods, with scopes and owners", "gpuctl quota -A -o wide"},
+             {"The stable JSON schema (kind GPUQuotaList) for scripts",
+              "gpuctl quota -n team-a -o json | jq '.items[].quotas[].resources[] | {key, used, hard}'"},
+             {"Cap team-a at 8 GPUs, at most 4 per pod", "gpuctl quota set team-a --gpus 8 --max-per-pod 4"}}});
   cmd->fallthrough();
   cmd->add_flag("-A,--all-namespaces", o->all_namespaces,
                 "Every namespace that has a GPU quota, GPU LimitRange or GPU pods");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no held-back list (for scripts)");
-  add_output_flag(*cmd, o->output, {"table", "wide", "json", "yaml", "name"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"table", "wide", "json", "yaml", "name"});
 
   // The subcommands, in the order help lists them; plain `gpuctl quota` runs only when none is given.
   CLI::App* set = register_quota_set(*cmd, ctx);

@@ -163,7 +163,9 @@ void register_restore(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<RestoreCommandOptions>();
   auto* cmd =
       app.add_subcommand("restore", "Bring back a backup archive or a kubectl export: plan, diff, apply, verify");
-  cmd->footer(R"(FILE is an archive of gpuctl backup, or a kubectl export (kubectl get nodes -o yaml: a v1 List;
+  document(
+      *cmd, ctx.help(),
+      {R"(FILE is an archive of gpuctl backup, or a kubectl export (kubectl get nodes -o yaml: a v1 List;
 multi-document YAML), or - for stdin. An archive is checked whole first (gzip and tar integrity,
 every file's sha256, the format version) and refused when damaged (exit 2); so is an archive of
 another cluster (another API server URL) unless --to-other-cluster.
@@ -177,30 +179,26 @@ deleted claim is freed so the recreated claim binds it), quotas and limits, conf
 DaemonSets, Jobs (without their old selector and controller labels), nodes last. Node state is only
 added back: labels and annotations set, missing taints added, cordons restored; a taint or cordon
 there now is never removed. Restoring twice changes nothing the second time; an interrupted restore
-completes when run again. A failed object does not stop the others; the exit code is then 1.
-
-Examples:
-  # What would change, field by field
-  gpuctl restore gpuctl-backup-prod-20261206T120000Z.tar.gz --dry-run
-
-  # Only the nodes' labels, taints and cordons, from the seed's kubectl export
-  gpuctl restore nodes-backup.yaml --nodes
-
-  # One namespace's quotas and limits, then check they are enforced
-  gpuctl restore backup.tar.gz -n team-a --only resourcequotas,limitranges --verify)");
-  cmd->add_option("FILE", o->file, "The archive or export (- for stdin)")->required();
-  add_dry_run_flag(*cmd, o->dry_run);
+completes when run again. A failed object does not stop the others; the exit code is then 1.)",
+       {{"What would change, field by field", "gpuctl restore gpuctl-backup-prod-20261206T120000Z.tar.gz --dry-run"},
+        {"Only the nodes' labels, taints and cordons, from the seed's kubectl export",
+         "gpuctl restore nodes-backup.yaml --nodes"},
+        {"One namespace's quotas and limits, then check they are enforced",
+         "gpuctl restore backup.tar.gz -n team-a --only resourcequotas,limitranges --verify"}}});
+  completes(cmd->add_option("FILE", o->file, "The archive or export (- for stdin)"), ctx.help(), ValueKind::file)
+      ->required();
+  add_dry_run_flag(*cmd, ctx.help(), o->dry_run);
   cmd->add_flag("--force-conflicts", o->force_conflicts, "Take over fields another field manager owns");
   cmd->add_option("--only", o->only, "Only these kinds (comma-separated: nodes, resourcequotas, jobs, pvc, ...)")
       ->delimiter(',');
-  add_selector_flag(*cmd, o->selector, "archived objects");
+  add_selector_flag(*cmd, ctx.help(), o->selector, "archived objects");
   cmd->add_flag("--nodes", o->nodes, "Only node state: labels, annotations, taints, cordons");
   cmd->add_flag("--verify", o->verify,
                 "After restoring, check claims Bound and mountable, quotas enforced, node state present, Jobs "
                 "created (exit 1 if one fails)");
   cmd->add_option("--verify-timeout", o->verify_timeout, "How long --verify waits for controllers (default 2m)");
   cmd->add_flag("--to-other-cluster", o->to_other_cluster, "Restore an archive taken from another cluster");
-  add_output_flag(*cmd, o->output, {"text", "json", "yaml"});
+  add_output_flag(*cmd, ctx.help(), o->output, {"text", "json", "yaml"});
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_restore(*o, ctx); }; });
 }
 

@@ -224,10 +224,10 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   return wait_and_report(ctx, *client, ns, name, o, v);
 }
 
-// The help's footer: the defaults a Job gets (with the values of the constants), what the
-// pre-flight checks refuse, and the exit codes of --wait and --follow.
-std::string submit_footer() {
-  return fmt::format(R"(The Job gets, unless told otherwise:
+// The help: the defaults a Job gets (with the values of the constants), what the pre-flight
+// checks refuse, and the exit codes of --wait and --follow.
+CommandDoc submit_doc() {
+  return {fmt::format(R"(The Job gets, unless told otherwise:
   GPU requests equal to limits, restartPolicy Never, backoffLimit {} (--backoff-limit),
   a podFailurePolicy under which pods lost to drains, preemption or eviction are replaced without
   counting as failures (--count-disruptions turns it off), ttlSecondsAfterFinished {} (a week;
@@ -244,26 +244,21 @@ node could ever hold, one the namespace's GPU quota or LimitRange would refuse, 
 --wait and --follow exit with the job's result: 0 when it succeeded, the failed container's exit
 code, 124 when it ran past --active-deadline, 125 when it failed with no exit code; the last line
 on stderr says which (job NS/NAME succeeded, failed: ..., was not submitted). While the job
-is pending they say why (the scheduler's verdict, quota refusals) on stderr.
-
-Examples:
-  # Eight A100s for a training run, waiting for the result
-  gpuctl submit bert-large -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --gpus 8 --gpu-type A100 \
-      --volume datasets:/data:ro --volume checkpoints:/ckpt --wait -- python train.py --epochs 3
-
-  # See the Job that would be created
-  gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi
-
-  # Check a manifest against the server (quota, LimitRange, strict field validation), create nothing
-  gpuctl submit -f job.yaml --dry-run=server
-
-  # In a script: the job's name, then its exit code
-  job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${{job%/*}}")",
-                     ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds);
+is pending they say why (the scheduler's verdict, quota refusals) on stderr.)",
+                      ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds),
+          {{"Eight A100s for a training run, waiting for the result",
+            R"(gpuctl submit bert-large -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --gpus 8 --gpu-type A100 \
+      --volume datasets:/data:ro --volume checkpoints:/ckpt --wait -- python train.py --epochs 3)"},
+           {"See the Job that would be created",
+            "gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi"},
+           {"Check a manifest against the server (quota, LimitRange, strict field validation), create nothing",
+            "gpuctl submit -f job.yaml --dry-run=server"},
+           {"In a script: the job's name, then its exit code",
+            R"(job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${job%/*}")"}}};
 }
 
 // NAME and COMMAND, the positionals, and -f: what the job is and runs.
-void add_job_source_flags(CLI::App& cmd, const std::shared_ptr<SubmitOptions>& o) {
+void add_job_source_flags(CLI::App& cmd, HelpData& help, const std::shared_ptr<SubmitOptions>& o) {
   auto& f = o->flags;
   auto* name = cmd.add_option("name", f.name, "NAME of the job (DNS label; with -f, optional: the manifest's name)");
   // CLI11 fills NAME with the first word after `--` when none came before it, which would turn
@@ -282,8 +277,9 @@ void add_job_source_flags(CLI::App& cmd, const std::shared_ptr<SubmitOptions>& o
       },
       "", "name-before-separator"));
   cmd.add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
-  cmd.add_option("-f,--filename", o->filename,
-                 "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete");
+  completes(cmd.add_option("-f,--filename", o->filename,
+                           "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete"),
+            help, ValueKind::file);
 }
 
 // The container: image, GPUs, CPU and memory, environment, volumes. Beside -f only --gpu-type is
@@ -321,9 +317,9 @@ void add_job_policy_flags(CLI::App& cmd, ops::SubmitFlags& f) {
 }
 
 // What gpuctl does with the Job: dry runs, output, waiting, --force.
-void add_run_flags(CLI::App& cmd, SubmitOptions& o) {
-  add_dry_run_flag(cmd, o.dry_run);
-  add_output_flag(cmd, o.output, {"", "json", "yaml", "name"});
+void add_run_flags(CLI::App& cmd, HelpData& help, SubmitOptions& o) {
+  add_dry_run_flag(cmd, help, o.dry_run);
+  add_output_flag(cmd, help, o.output, {"", "json", "yaml", "name"});
   cmd.add_flag("--wait", o.wait, "Wait for the job to finish; exit with its result");
   cmd.add_flag("--follow", o.follow, "Stream the job's logs until it finishes; exit with its result");
   cmd.add_option("--timeout", o.timeout,
@@ -339,11 +335,11 @@ void register_submit(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<SubmitOptions>();
   auto* cmd =
       app.add_subcommand("submit", "Submit a GPU training Job with safe defaults, checked before it is created");
-  cmd->footer(submit_footer());
-  add_job_source_flags(*cmd, o);
+  document(*cmd, ctx.help(), submit_doc());
+  add_job_source_flags(*cmd, ctx.help(), o);
   add_container_flags(*cmd, o->flags);
   add_job_policy_flags(*cmd, o->flags);
-  add_run_flags(*cmd, *o);
+  add_run_flags(*cmd, ctx.help(), *o);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_submit(*o, ctx); }; });
 }
 

@@ -54,26 +54,24 @@ Result<ExitCode> run_taint(const TaintOptions& o, AppContext& ctx) {
 void register_taint(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<TaintOptions>();
   auto* cmd = app.add_subcommand("taint", "Add, change or remove taints on nodes (kubectl's syntax, no lost updates)");
-  cmd->footer(R"(A taint is KEY[=VALUE]:EFFECT with EFFECT one of NoSchedule, PreferNoSchedule, NoExecute.
+  document(*cmd, ctx.help(),
+           {R"(A taint is KEY[=VALUE]:EFFECT with EFFECT one of NoSchedule, PreferNoSchedule, NoExecute.
 KEY[=VALUE]:EFFECT- removes that taint, KEY- removes every taint with that key. A key may carry
 one taint per effect, as the API defines. Re-adding a taint that is there reports "unchanged".
 Each write carries the node's resourceVersion, so concurrent writers never lose each other's
 taints: on a conflict gpuctl reads the node again and retries.
 
 Before adding NoSchedule or NoExecute, gpuctl names the pods already on the node that do not
-tolerate it. NoExecute evicts them, so it needs --yes when there are any.
-
-Examples:
-  # Keep every GPU node for pods that tolerate the GPU taint
-  gpuctl taint --all-gpu-nodes nvidia.com/gpu=present:NoSchedule
-
-  # Send a node's pods away after an Xid storm
-  gpuctl taint gpu-7 gpu.health=xid-79:NoExecute --yes
-
-  # Remove every taint with the key "dedicated" from the A100 nodes
-  gpuctl taint -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB dedicated-)");
-  cmd->add_option("args", o->nodes.args, "NODE... then KEY[=VALUE]:EFFECT[-] or KEY-")->required();
-  add_node_change_flags(*cmd, o->nodes);
+tolerate it. NoExecute evicts them, so it needs --yes when there are any.)",
+            {{"Keep every GPU node for pods that tolerate the GPU taint",
+              "gpuctl taint --all-gpu-nodes nvidia.com/gpu=present:NoSchedule"},
+             {"Send a node's pods away after an Xid storm", "gpuctl taint gpu-7 gpu.health=xid-79:NoExecute --yes"},
+             {R"(Remove every taint with the key "dedicated" from the A100 nodes)",
+              "gpuctl taint -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB dedicated-"}}});
+  completes(cmd->add_option("args", o->nodes.args, "NODE... then KEY[=VALUE]:EFFECT[-] or KEY-"), ctx.help(),
+            ValueKind::node)
+      ->required();
+  add_node_change_flags(*cmd, ctx.help(), o->nodes);
   cmd->add_flag("--overwrite", o->overwrite, "Change the value of a taint whose key and effect exist");
   cmd->add_flag("--yes", o->yes, "Add a NoExecute taint even though it evicts pods that do not tolerate it");
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_taint(*o, ctx); }; });

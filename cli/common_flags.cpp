@@ -4,15 +4,13 @@
 
 namespace gpuctl::cli {
 
-CLI::Option* add_dry_run_flag(CLI::App& app, std::string& text) {
+CLI::Option* add_dry_run_flag(CLI::App& app, HelpData& help, std::string& text) {
   text = "none";
-  return app
-      .add_flag(
-          "--dry-run{client}", text,
-          "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
-          "so the API server validates and admits it without persisting anything; \"none\" acts")
-      ->check(CLI::IsMember({"none", "client", "server"}))
-      ->option_text("[=MODE]");
+  auto* option = app.add_flag(
+      "--dry-run{client}", text,
+      "Preview only: \"client\" prints what would be sent and sends nothing; \"server\" sends it with dryRun=All "
+      "so the API server validates and admits it without persisting anything; \"none\" acts");
+  return with_choices(option, help, {"none", "client", "server"})->option_text("[=MODE]");
 }
 
 Result<DryRun> parse_dry_run(const std::string& text) {
@@ -31,9 +29,13 @@ std::string_view dry_run_suffix(DryRun dry_run) {
   return "";
 }
 
-CLI::Option* add_selector_flag(CLI::App& app, std::string& text, const std::string& what) {
-  return app.add_option("-l,--selector", text,
-                        fmt::format("Label selector for the {} (e.g. key1=value1,key2!=v,key3 in (a,b),!key4)", what));
+CLI::Option* add_selector_flag(CLI::App& app, HelpData& help, std::string& text, const std::string& what) {
+  auto* option =
+      app.add_option("-l,--selector", text,
+                     fmt::format("Label selector for the {} (e.g. key1=value1,key2!=v,key3 in (a,b),!key4)", what));
+  // Keys of the nodes' labels: what GPU selectors are written with (other objects' keys differ
+  // little, and completion must stay one cheap list).
+  return completes(option, help, ValueKind::label_key);
 }
 
 }  // namespace gpuctl::cli

@@ -6,6 +6,23 @@
 
 namespace gpuctl::cli {
 
+const std::vector<ExitCodeDoc>& exit_code_docs() {
+  static const std::vector<ExitCodeDoc> docs = {
+      {"0", "success"},
+      {"1", "failure talking to the cluster or carrying out the operation (also when it failed for some objects)"},
+      {"2", "usage error: unknown flags, bad arguments, invalid specs, manifests or files; a change that needs --yes"},
+      {"3", "refused by a pre-flight check (submit, diagnose --quarantine's circuit breaker): nothing was changed"},
+      {"4", "diagnose found something at or above --fail-on"},
+      {"5", "diagnose found nothing at or above --fail-on, but some checks could not run"},
+      {"1-255", "submit --wait/--follow: the job failed; its failed container's exit code"},
+      {"124", "submit --wait/--follow: the job ran past --active-deadline"},
+      {"125", "submit --wait/--follow: the job failed with no container exit code"},
+      {"126", "submit --wait/--follow: a pre-flight check refused the job; nothing was created"},
+      {"130", "interrupted by Ctrl-C (143: by SIGTERM); nothing half-done is left behind"},
+  };
+  return docs;
+}
+
 ExitCode exit_code_for(const Error& error) {
   switch (error.code) {
     case Errc::invalid_argument: return ExitCode::usage;

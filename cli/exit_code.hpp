@@ -3,6 +3,7 @@
 // run_cli; commands return an ExitCode or an Error.
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "gpuctl/error.hpp"
 
@@ -27,6 +28,13 @@ enum class ExitCode : int {
   interrupted = 130,  // SIGINT
   terminated = 143,   // SIGTERM
 };
+
+// One row of the exit-code contract, as --help, the man pages and README.md's table say it.
+struct ExitCodeDoc {
+  const char* code;  // "0", "1-255" (a range: the job's own code)
+  const char* meaning;
+};
+const std::vector<ExitCodeDoc>& exit_code_docs();
 
 // A container's exit code as gpuctl's exit code (1-255; 0 and out-of-range values map to
 // job_failed, so a failed job never exits 0).

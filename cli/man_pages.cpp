@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "app.hpp"
+#include "exit_code.hpp"
 #include "gpuctl/build_info.hpp"
 #include "usage_errors.hpp"
 
@@ -45,13 +46,40 @@ std::vector<const CLI::App*> visible_subcommands(const CLI::App& app) {
   return out;
 }
 
-// The footer's prose goes to DESCRIPTION, its "Examples:" part to EXAMPLES.
-std::pair<std::string, std::string> split_footer(const std::string& footer) {
-  const auto at = footer.find("Examples:");
-  if (at == std::string::npos) return {footer, ""};
-  std::string examples = footer.substr(at + 9);
-  while (!examples.empty() && examples.front() == '\n') examples.erase(0, 1);
-  return {footer.substr(0, at), examples};
+std::string examples_section(const CommandDoc& doc) {
+  if (doc.examples.empty()) return "";
+  std::string text = ".SH EXAMPLES\n";
+  for (const auto& example : doc.examples) {
+    text +=
+        fmt::format(".PP\n{}\n.PP\n.RS 4\n.nf\n\\fB{}\\fR\n.fi\n.RE\n", roff(example.comment), roff(example.command));
+  }
+  return text;
+}
+
+std::string exit_status_section() {
+  std::string text = ".SH EXIT STATUS\n";
+  for (const auto& row : exit_code_docs()) text += fmt::format(".TP\n.B {}\n{}\n", row.code, roff(row.meaning));
+  return text;
+}
+
+std::string environment_section() {
+  struct Variable {
+    const char* name;
+    const char* meaning;
+  };
+  static const Variable variables[] = {
+      {"KUBECONFIG", "The kubeconfig files to use when --kubeconfig is not given (':'-separated, merged)."},
+      {"NO_COLOR", "When set, no colors are used."},
+      {"GPUCTL_SSH_CONFIG", "The ssh client configuration file when --ssh-config is not given."},
+      {"GPUCTL_SSH_USER", "The user to log in as on the nodes when --ssh-user is not given."},
+      {"GPUCTL_SSH_PORT", "The nodes' sshd port when --ssh-port is not given."},
+      {"GPUCTL_SSH_IDENTITY", "The private key file when --ssh-identity is not given."},
+      {"GPUCTL_SSH_KNOWN_HOSTS", "A known-hosts file, passed as UserKnownHostsFile unless --ssh-option sets one."},
+      {"XDG_CACHE_HOME", "Where completion keeps the names it read from the cluster (default ~/.cache)."},
+  };
+  std::string text = ".SH ENVIRONMENT\n";
+  for (const auto& v : variables) text += fmt::format(".TP\n.B {}\n{}\n", v.name, roff(v.meaning));
+  return text;
 }
 
 std::string option_entry(const CLI::Option& opt) {
@@ -78,11 +106,12 @@ std::string options_section(const CLI::App& app, const std::string& title) {
   return body.empty() ? "" : fmt::format(".SH {}\n{}", title, body);
 }
 
-std::string page(const CLI::App& app, const CLI::App& root) {
+std::string page(const CLI::App& app, const CLI::App& root, const HelpData& help) {
   const std::string name = page_name(app);
   std::string upper = name;
   for (auto& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  const auto [prose, examples] = split_footer(app.get_footer());
+  static const CommandDoc none;
+  const CommandDoc& doc = help.doc(&app) != nullptr ? *help.doc(&app) : none;
   std::string text = fmt::format(".TH {} 1 \"\" \"gpuctl {}\" \"gpuctl manual\"\n", roff(upper), build_version());
   text += fmt::format(".SH NAME\n{} \\- {}\n", roff(name), roff(app.get_description()));
   text += fmt::format(".SH SYNOPSIS\n.B {}\n[\\fIOPTIONS\\fR]", roff(command_path(&app)));
@@ -91,7 +120,7 @@ std::string page(const CLI::App& app, const CLI::App& root) {
   }
   if (!visible_subcommands(app).empty()) text += " [\\fICOMMAND\\fR]";
   text += "\n.SH DESCRIPTION\n" + roff(app.get_description()) + ".\n";
-  if (!prose.empty() && &app != &root) text += ".PP\n.nf\n" + roff(prose) + "\n.fi\n";
+  if (!doc.description.empty() && &app != &root) text += ".PP\n.nf\n" + roff(doc.description) + "\n.fi\n";
   if (auto subs = visible_subcommands(app); !subs.empty()) {
     text += ".SH COMMANDS\n";
     for (const CLI::App* sub : subs)
@@ -99,11 +128,9 @@ std::string page(const CLI::App& app, const CLI::App& root) {
   }
   text += options_section(app, "OPTIONS");
   if (&app != &root) text += options_section(root, "GLOBAL OPTIONS");
-  text += ".SH EXIT STATUS\n.nf\n" + roff(split_footer(root.get_footer()).first) + "\n.fi\n";
-  if (!examples.empty()) text += ".SH EXAMPLES\n.nf\n" + roff(examples) + "\n.fi\n";
-  text +=
-      ".SH ENVIRONMENT\n.TP\n.B KUBECONFIG\nThe kubeconfig files to use when \\fB\\-\\-kubeconfig\\fR is not given.\n"
-      ".TP\n.B NO_COLOR\nWhen set, no colors are used.\n";
+  text += exit_status_section();
+  text += examples_section(doc);
+  text += environment_section();
   text +=
       ".SH FILES\n.TP\n.I ~/.kube/config\nThe kubeconfig read when neither \\fB\\-\\-kubeconfig\\fR nor "
       "\\fBKUBECONFIG\\fR is given.\n";
@@ -112,16 +139,17 @@ std::string page(const CLI::App& app, const CLI::App& root) {
   return text;
 }
 
-void collect(const CLI::App& app, const CLI::App& root, std::vector<std::pair<std::string, std::string>>& out) {
-  out.emplace_back(page_name(app) + ".1", page(app, root));
-  for (const CLI::App* sub : visible_subcommands(app)) collect(*sub, root, out);
+void collect(const CLI::App& app, const CLI::App& root, const HelpData& help,
+             std::vector<std::pair<std::string, std::string>>& out) {
+  out.emplace_back(page_name(app) + ".1", page(app, root, help));
+  for (const CLI::App* sub : visible_subcommands(app)) collect(*sub, root, help, out);
 }
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> man_pages(const CLI::App& root) {
+std::vector<std::pair<std::string, std::string>> man_pages(const CLI::App& root, const HelpData& help) {
   std::vector<std::pair<std::string, std::string>> out;
-  collect(root, root, out);
+  collect(root, root, help, out);
   return out;
 }
 
@@ -131,8 +159,8 @@ void register_man(CLI::App& root, AppContext& ctx) {
   cmd->group("");  // hidden
   cmd->add_option("DIR", *dir, "The folder to write into")->required();
   cmd->callback([dir, &root, &ctx] {
-    ctx.run = [dir, &root]() -> Result<ExitCode> {
-      for (const auto& [file, text] : man_pages(root)) {
+    ctx.run = [dir, &root, &ctx]() -> Result<ExitCode> {
+      for (const auto& [file, text] : man_pages(root, ctx.help())) {
         const std::string path = *dir + "/" + file;
         std::ofstream out(path, std::ios::binary | std::ios::trunc);
         out << text;

@@ -10,13 +10,13 @@
 
 namespace gpuctl::cli {
 
-void add_node_change_flags(CLI::App& cmd, NodeChangeFlags& flags) {
-  add_selector_flag(cmd, flags.selector);
+void add_node_change_flags(CLI::App& cmd, HelpData& help, NodeChangeFlags& flags) {
+  add_selector_flag(cmd, help, flags.selector);
   cmd.add_flag(
       "--all-gpu-nodes", flags.all_gpu_nodes,
       "Every GPU node, as 'gpuctl nodes' lists them (nodes with nvidia.com/* resources or a GPU product label)");
-  add_dry_run_flag(cmd, flags.dry_run);
-  add_output_flag(cmd, flags.output, {"text", "json", "yaml", "name"});
+  add_dry_run_flag(cmd, help, flags.dry_run);
+  add_output_flag(cmd, help, flags.output, {"text", "json", "yaml", "name"});
 }
 
 Result<NodeChangeRequest> validate_node_change_flags(const NodeChangeFlags& flags, std::vector<std::string> names) {

@@ -27,7 +27,7 @@ struct NodeChangeFlags {
 };
 
 // Adds -l, --all-gpu-nodes, --dry-run and -o text|json|yaml|name.
-void add_node_change_flags(CLI::App& cmd, NodeChangeFlags& flags);
+void add_node_change_flags(CLI::App& cmd, HelpData& help, NodeChangeFlags& flags);
 
 // Validated (no I/O) common part of a node-change command.
 struct NodeChangeRequest {

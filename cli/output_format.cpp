@@ -7,11 +7,11 @@
 
 namespace gpuctl::cli {
 
-CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector<std::string>& choices) {
+CLI::Option* add_output_flag(CLI::App& app, HelpData& help, std::string& text,
+                             const std::vector<std::string>& choices) {
   text = choices.front();
-  return app.add_option("-o,--output", text, fmt::format("Output format: {}", fmt::join(choices, "|")))
-      ->check(CLI::IsMember(choices))
-      ->default_str(choices.front());
+  auto* option = app.add_option("-o,--output", text, fmt::format("Output format: {}", fmt::join(choices, "|")));
+  return with_choices(option, help, choices)->default_str(choices.front());
 }
 
 Result<OutputFormat> parse_output_format(const std::string& text) {

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "command_doc.hpp"
 #include "gpuctl/error.hpp"
 
 namespace gpuctl::cli {
@@ -16,7 +17,7 @@ namespace gpuctl::cli {
 enum class OutputFormat { table, wide, json, yaml, name };
 
 // Adds -o/--output with the given choices (the first is the default) bound to `text`.
-CLI::Option* add_output_flag(CLI::App& app, std::string& text, const std::vector<std::string>& choices);
+CLI::Option* add_output_flag(CLI::App& app, HelpData& help, std::string& text, const std::vector<std::string>& choices);
 Result<OutputFormat> parse_output_format(const std::string& text);
 // For commands whose -o is text|json|yaml: nullopt for text (or none given), else the format.
 Result<std::optional<OutputFormat>> structured_output_format(const std::string& text);

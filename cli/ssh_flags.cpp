@@ -11,15 +11,18 @@
 
 namespace gpuctl::cli {
 
-void add_ssh_flags(CLI::App& cmd, SshFlags& f) {
+void add_ssh_flags(CLI::App& cmd, HelpData& help, SshFlags& f) {
   const char* group = "SSH options";
-  cmd.add_option("--ssh-config", f.config_file,
-                 "ssh client configuration file (ssh -F); default: $GPUCTL_SSH_CONFIG, else ~/.ssh/config")
+  completes(cmd.add_option("--ssh-config", f.config_file,
+                           "ssh client configuration file (ssh -F); default: $GPUCTL_SSH_CONFIG, else ~/.ssh/config"),
+            help, ValueKind::file)
       ->group(group);
   cmd.add_option("--ssh-user", f.user, "User to log in as on the nodes (ssh -l); default: $GPUCTL_SSH_USER")
       ->group(group);
   cmd.add_option("--ssh-port", f.port, "Port of the nodes' sshd (ssh -p); default: $GPUCTL_SSH_PORT")->group(group);
-  cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i); default: $GPUCTL_SSH_IDENTITY")
+  completes(
+      cmd.add_option("--ssh-identity", f.identity_file, "Private key file (ssh -i); default: $GPUCTL_SSH_IDENTITY"),
+      help, ValueKind::file)
       ->group(group);
   cmd.add_option("--ssh-option", f.options,
                  "An ssh -o KEY=VALUE option; repeatable (e.g. ProxyJump=bastion). $GPUCTL_SSH_KNOWN_HOSTS adds "

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "command_doc.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 
@@ -23,7 +24,7 @@ struct SshFlags {
   std::string host_from = "internal-ip";
 };
 
-void add_ssh_flags(CLI::App& cmd, SshFlags& flags);
+void add_ssh_flags(CLI::App& cmd, HelpData& help, SshFlags& flags);
 
 struct SshRequest {
   ssh::SshSettings settings;
