@@ -1,5 +1,5 @@
 """examples/ run as an admin would run them, against the real control plane and sshd hosts, so
-none of them rots: the nightly health check's JUnit report and exit codes, a rolling driver
+none of them rots: the nightly health check's JUnit report and its exit codes 0, 4, 5, 1 and 2, a rolling driver
 upgrade whose command reaches each node over ssh (and a node whose driver the upgrade broke stays
 cordoned), team onboarding run twice, the training Job submitted with `submit -f` and run, and
 the backup crontab line's command run with sh -c in a cron-like environment. The examples find
@@ -67,7 +67,7 @@ class ExamplesTest(h.TestCase):
 
     # -- nightly-gpu-health.sh ---------------------------------------------------------------------
 
-    def test_nightly_health_check_names_the_broken_node_in_junit_and_exits_4(self):
+    def test_nightly_health_check_writes_junit_and_keeps_diagnose_exit_codes(self):
         report = self.tmp / "health" / "gpu-health.xml"
         report.parent.mkdir()
         env = {"GPU_HEALTH_REPORT": str(report)}
@@ -91,6 +91,18 @@ class ExamplesTest(h.TestCase):
         self.assertEqual(es.junit_failures(root), {})
         self.assertEqual({s.get("name") for s in root.iter("testsuite")},
                          {"node-not-ready", "gpu-unhealthy-devices", "driver-broken"})
+
+        # A user who may not list claims (the e2e viewer): nothing found, a check skipped: exit 5,
+        # and the report says which check and why.
+        r = self.run_example("nightly-gpu-health.sh", "-l", "kubernetes.io/hostname=ex-health-0",
+                             "--check", "node-not-ready,pvc-unbound",
+                             env=dict(env, KUBECONFIG=h.info()["kubeconfigs"]["viewer"]))
+        self.assertEqual(r.rc, 5, r.stderr)
+        self.assertIn("some checks could not run; see %s" % report, r.stderr)
+        root = es.valid_junit(self, report.read_text())
+        self.assertEqual(es.junit_failures(root), {})
+        skipped = [s.get("name") for s in root.iter("testsuite") if s.find("testcase/skipped") is not None]
+        self.assertEqual(skipped, ["pvc-unbound"])
 
         # The cluster unreachable: exit 1 and the last report left as it was, no temporary beside it.
         before = report.read_bytes()
