@@ -12,10 +12,10 @@
 # answers, nothing is stored); it needs the namespace to exist already.
 set -euo pipefail
 
-dry_run=()
+dry_run=""
 case ${1:-} in
-  --dry-run) dry_run=(--dry-run=client); shift ;;
-  --dry-run=*) dry_run=("$1"); shift ;;
+  --dry-run) dry_run=--dry-run=client; shift ;;
+  --dry-run=*) dry_run=$1; shift ;;
 esac
 if (($# < 2 || $# > 3)); then
   echo "usage: onboard-team.sh [--dry-run[=client|server]] NAMESPACE GPUS [MAX_PER_POD]" >&2
@@ -24,9 +24,9 @@ fi
 ns=$1 gpus=$2 max_per_pod=${3:-$2}
 
 # `kubectl apply` is what makes this idempotent (`create` fails when the namespace exists).
-kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply "${dry_run[@]}" -f -
+kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply ${dry_run:+"$dry_run"} -f -
 
 # gpuctl writes only its own two objects (gpuctl-gpu-quota, gpuctl-gpu-limits), says
 # "unchanged" or "configured: requests.nvidia.com/gpu 8 -> 16", and warns when the new quota is
 # below what the team already uses.
-gpuctl quota set "$ns" --gpus "$gpus" --max-per-pod "$max_per_pod" "${dry_run[@]}"
+gpuctl quota set "$ns" --gpus "$gpus" --max-per-pod "$max_per_pod" ${dry_run:+"$dry_run"}

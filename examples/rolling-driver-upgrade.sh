@@ -5,7 +5,7 @@
 # first failure starts no further node; a node whose check fails stays cordoned, with the finding
 # as its cordon reason (`gpuctl nodes -o wide` shows it).
 #
-#   rolling-driver-upgrade.sh SELECTOR [DRAIN FLAGS...]     e.g.  pool=a100 --max-concurrent 2
+#   rolling-driver-upgrade.sh SELECTOR [DRAIN FLAGS...]     e.g.  pool=a100 --ssh-user ubuntu
 #
 # Environment:
 #   UPGRADE_COMMAND  run once per node by /bin/sh, the node's name as "$1" (and $GPUCTL_NODE);
@@ -20,8 +20,8 @@
 # the --ssh-* flags).
 #
 # Exit code: 0 when every node was upgraded and is back in service; 1 when one failed (the table's
-# RESULT and MESSAGE say which and why); 130 on Ctrl-C. Running it again redoes the nodes still
-# cordoned and the ones not started, and repeats the command on those already done.
+# RESULT and MESSAGE say which and why); 130 on Ctrl-C. Running it again goes over every selected
+# node again, so UPGRADE_COMMAND should do nothing on a node that already has the new driver.
 set -euo pipefail
 
 if (($# < 1)); then
