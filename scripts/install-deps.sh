@@ -15,6 +15,9 @@ packages=(
   libxml2-utils python3-prometheus-client
   # the man pages gpuctl writes are checked with groff -ww (tests/man/lint.sh)
   groff-base
+  # the .deb (cpack -G DEB): dpkg-shlibdeps computes its Depends; package.deb checks it with
+  # lintian and renders the installed pages with man (tests/package/deb.sh)
+  dpkg-dev lintian man-db
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
