@@ -2,6 +2,7 @@
 
 #include "man_pages.hpp"
 #include "usage_errors.hpp"
+#include "user_config.hpp"
 
 #include <unistd.h>
 
@@ -27,6 +28,7 @@ Environment default_environment() {
   env.make_ssh_runner = [](const ssh::SshSettings& settings) { return ssh::make_openssh_runner(settings); };
   const char* no_color = std::getenv("NO_COLOR");
   env.no_color_env = no_color != nullptr && no_color[0] != '\0';
+  env.env_var = [](const char* name) -> const char* { return std::getenv(name); };
   return env;
 }
 
@@ -192,7 +194,9 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
     streams.out << app.help();
     return static_cast<int>(ExitCode::ok);
   }
-  Result<ExitCode> result = context.run();
+  // The config file fills in what neither a flag nor the environment set (cli/user_config).
+  Result<void> configured = apply_user_config(app, context);
+  Result<ExitCode> result = configured ? context.run() : fail(configured.error());
   streams.out.flush();
   if (!result) {
     // The one error line often quotes the server (a Status message, an object's field).

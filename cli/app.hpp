@@ -11,6 +11,7 @@
 
 #include "command_doc.hpp"
 #include "exit_code.hpp"
+#include "gpuctl/config/user_config.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/config.hpp"
@@ -43,6 +44,9 @@ struct Environment {
   std::function<kube::LoadOptions()> load_options_from_environment;
   std::function<std::unique_ptr<ssh::Runner>(const ssh::SshSettings&)> make_ssh_runner;
   bool no_color_env = false;  // NO_COLOR is set
+  // The variables gpuctl's config file is found and overridden by (GPUCTL_CONFIG, XDG_CONFIG_HOME,
+  // HOME, GPUCTL_SSH_*); null reads none, so in-process tests never see the developer's file.
+  config::EnvLookup env_var;
 };
 
 Environment default_environment();
@@ -55,9 +59,12 @@ class AppContext {
   GlobalOptions& globals() { return globals_; }
   // The help, man pages and completion words of the command tree (command_doc.hpp).
   HelpData& help() { return help_; }
+  const Environment& environment() const { return environment_; }
 
   // Loads the kubeconfig and builds the client on first use ("complete").
   Result<kube::Client*> client();
+  // The kubeconfig resolved (once); the config file reads its context name.
+  Result<kube::RestConfig> rest_config() { return load_config(); }
   // The namespace from -n, else the context's, else "default". Needs the configuration.
   Result<std::string> namespace_name();
   // How nodes are reached (the system ssh, or a test's fake), with these settings.
@@ -69,6 +76,9 @@ class AppContext {
 
   // The selected subcommand's run step, set by its parse callback.
   std::function<Result<ExitCode>()> run;
+  // Every configurable setting's value and where it came from, once the config file is applied
+  // (cli/user_config); what `gpuctl config view` shows.
+  config::EffectiveConfig user_config;
 
  private:
   Result<kube::RestConfig> load_config();

@@ -16,6 +16,7 @@ const std::vector<CommandSpec>& command_table() {
       {"GPU workloads", &register_quota},
       {"Backup", &register_backup},
       {"Backup", &register_restore},
+      {"Configuration", &register_config},
   };
   return table;
 }

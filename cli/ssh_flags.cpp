@@ -74,6 +74,12 @@ Result<int> port_from_environment(std::string_view text) {
 
 }  // namespace
 
+std::string known_hosts_option(std::string_view path) {
+  // ssh splits this option's value at blanks (several files); quotes keep a path with one whole.
+  bool blank = path.find_first_of(" \t") != std::string_view::npos;
+  return blank ? fmt::format("UserKnownHostsFile=\"{}\"", path) : fmt::format("UserKnownHostsFile={}", path);
+}
+
 Result<SshFlags> with_ssh_environment(SshFlags f, const EnvLookup& env) {
   if (const char* v = non_empty(env, "GPUCTL_SSH_CONFIG"); v && f.config_file.empty()) f.config_file = v;
   if (const char* v = non_empty(env, "GPUCTL_SSH_IDENTITY"); v && f.identity_file.empty()) f.identity_file = v;
@@ -82,11 +88,7 @@ Result<SshFlags> with_ssh_environment(SshFlags f, const EnvLookup& env) {
     GPUCTL_TRY_ASSIGN(f.port, port_from_environment(v));
   }
   if (const char* v = non_empty(env, "GPUCTL_SSH_KNOWN_HOSTS"); v && !has_option(f.options, "UserKnownHostsFile")) {
-    // ssh splits this option's value at blanks (several files); quotes keep a path with one whole.
-    std::string_view path = v;
-    bool blank = path.find_first_of(" \t") != std::string_view::npos;
-    f.options.push_back(blank ? fmt::format("UserKnownHostsFile=\"{}\"", path)
-                              : fmt::format("UserKnownHostsFile={}", path));
+    f.options.push_back(known_hosts_option(v));
   }
   return f;
 }

@@ -40,6 +40,10 @@ using EnvLookup = std::function<const char*(const char*)>;
 // shell prepared once (`cluster.py env`, the sandbox) needs no --ssh-* flags on every command.
 Result<SshFlags> with_ssh_environment(SshFlags flags, const EnvLookup& env);
 
+// The ssh -o option that names a known_hosts file, as GPUCTL_SSH_KNOWN_HOSTS and the config
+// file's ssh.knownHosts add it (quoted when the path holds a blank: ssh splits the value there).
+std::string known_hosts_option(std::string_view path);
+
 // Validates without I/O, the GPUCTL_SSH_* variables read through env (the first: the process's).
 Result<SshRequest> validate_ssh_flags(const SshFlags& flags);
 Result<SshRequest> validate_ssh_flags(const SshFlags& flags, const EnvLookup& env);

@@ -1,5 +1,6 @@
 #pragma once
 // Runs the gpuctl CLI in-process against a FakeTransport, capturing stdout and stderr.
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -27,6 +28,9 @@ class CliHarness {
   // The settings of each runner the commands asked for, in order.
   const std::vector<ssh::SshSettings>& ssh_settings() const { return ssh_settings_; }
   kube::RestConfig& config() { return config_; }
+  // The variables the config file is found and overridden by (GPUCTL_CONFIG, HOME, GPUCTL_SSH_*);
+  // none is set unless a test sets it, whatever the process's environment holds.
+  void set_env(const std::string& name, const std::string& value) { env_vars_[name] = value; }
   // Make configuration loading fail with this error (e.g. a broken kubeconfig).
   void fail_config(Error e) { config_error_ = std::move(e); }
 
@@ -52,6 +56,10 @@ class CliHarness {
     env.make_ssh_runner = [this](const ssh::SshSettings& settings) -> std::unique_ptr<ssh::Runner> {
       ssh_settings_.push_back(settings);
       return std::make_unique<ForwardSsh>(&ssh_);
+    };
+    env.env_var = [this](const char* name) -> const char* {
+      auto found = env_vars_.find(name);
+      return found == env_vars_.end() ? nullptr : found->second.c_str();
     };
     cli::Streams streams{out, err, false, false, false};
     CliRun r;
@@ -86,6 +94,7 @@ class CliHarness {
   FakeTransport* fake_;
   kube::RestConfig config_ = test_config();
   std::optional<Error> config_error_;
+  std::map<std::string, std::string> env_vars_;
   kube::LoadOptions last_load_options_;
 };
 
