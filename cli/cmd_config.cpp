@@ -72,6 +72,14 @@ Result<ExitCode> run_config_view(const ConfigViewOptions& o, AppContext& ctx) {
 void register_config(CLI::App& app, AppContext& ctx) {
   auto* cmd = app.add_subcommand("config", "gpuctl's own configuration file: what it sets and what wins");
   cmd->require_subcommand(1);
+  cmd->footer(R"(gpuctl reads $GPUCTL_CONFIG, else $XDG_CONFIG_HOME/gpuctl/config.yaml, else
+~/.config/gpuctl/config.yaml, for the defaults of its ssh settings (ssh.user, config, identity,
+port, knownHosts, options, timeout, connectTimeout, fanout, hostFrom), requestTimeout and output,
+with a section per kubeconfig context under contexts. A flag or its environment variable wins.
+
+Examples:
+  # Which file, which context, and where each setting comes from
+  gpuctl config view)");
   auto o = std::make_shared<ConfigViewOptions>();
   auto* view =
       cmd->add_subcommand("view", "Show the config file read, the context used, and each setting's value and source");

@@ -286,7 +286,8 @@ TEST_CASE("cli: every command has a man page naming every flag its --help shows"
       CHECK(page.find(roff_flag) != std::string::npos);
       ++flags;
     }
-    CHECK(flags > 0);
+    // `config` only groups its subcommand (`config view` has the flags).
+    if (command != "config") CHECK(flags > 0);
   }
   std::filesystem::remove_all(dir);
 }
