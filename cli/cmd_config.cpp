@@ -72,29 +72,27 @@ Result<ExitCode> run_config_view(const ConfigViewOptions& o, AppContext& ctx) {
 void register_config(CLI::App& app, AppContext& ctx) {
   auto* cmd = app.add_subcommand("config", "gpuctl's own configuration file: what it sets and what wins");
   cmd->require_subcommand(1);
-  cmd->footer(R"(gpuctl reads $GPUCTL_CONFIG, else $XDG_CONFIG_HOME/gpuctl/config.yaml, else
+  document(*cmd, ctx.help(),
+           {R"(gpuctl reads $GPUCTL_CONFIG, else $XDG_CONFIG_HOME/gpuctl/config.yaml, else
 ~/.config/gpuctl/config.yaml, for the defaults of its ssh settings (ssh.user, config, identity,
 port, knownHosts, options, timeout, connectTimeout, fanout, hostFrom), requestTimeout and output,
-with a section per kubeconfig context under contexts. A flag or its environment variable wins.
-
-Examples:
-  # Which file, which context, and where each setting comes from
-  gpuctl config view)");
+with a section per kubeconfig context under contexts. A flag or its environment variable wins.)",
+            {{"Which file, which context, and where each setting comes from", "gpuctl config view"}}});
   auto o = std::make_shared<ConfigViewOptions>();
   auto* view =
       cmd->add_subcommand("view", "Show the config file read, the context used, and each setting's value and source");
-  view->footer(R"(The file is $GPUCTL_CONFIG (which must exist), else $XDG_CONFIG_HOME/gpuctl/config.yaml, else
+  document(*view, ctx.help(),
+           {R"(The file is $GPUCTL_CONFIG (which must exist), else $XDG_CONFIG_HOME/gpuctl/config.yaml, else
 ~/.config/gpuctl/config.yaml; without one nothing is applied. For each setting the first of these
 wins: the flag on the command line, its environment variable (GPUCTL_SSH_*), the file's section
 for the kubeconfig context in use (--context, else the current context), the file's top level,
-gpuctl's default. Flags given here (--ssh-*, --request-timeout, --context) show their place.
-
-Examples:
-  gpuctl config view
-  gpuctl config view --context prod-east -o yaml
-  gpuctl config view -o json | jq '.settings[] | select(.source != "default")')");
-  add_output_flag(*view, o->output, {"text", "json", "yaml"});
-  add_ssh_flags(*view, o->ssh);
+gpuctl's default. Flags given here (--ssh-*, --request-timeout, --context) show their place.)",
+            {{"Every setting and its source", "gpuctl config view"},
+             {"Another context's view, as YAML", "gpuctl config view --context prod-east -o yaml"},
+             {"Only what is not a default",
+              "gpuctl config view -o json | jq '.settings[] | select(.source != \"default\")'"}}});
+  add_output_flag(*view, ctx.help(), o->output, {"text", "json", "yaml"});
+  add_ssh_flags(*view, ctx.help(), o->ssh);
   view->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_config_view(*o, ctx); }; });
 }
 
