@@ -1,5 +1,6 @@
 #include "app.hpp"
 
+#include "completion.hpp"
 #include "man_pages.hpp"
 #include "usage_errors.hpp"
 #include "user_config.hpp"
@@ -40,13 +41,17 @@ bool AppContext::color() const { return streams_.out_is_terminal && !globals_.no
 // Warnings quote the server (its Warning headers, messages of objects): escaped for the terminal.
 void AppContext::warn(const std::string& message) { streams_.err << "Warning: " << output::printable(message) << '\n'; }
 
-Result<kube::RestConfig> AppContext::load_config() {
-  if (config_) return *config_;
+kube::LoadOptions AppContext::load_options() const {
   kube::LoadOptions options = environment_.load_options_from_environment();
   if (!globals_.kubeconfig.empty()) options.kubeconfig = globals_.kubeconfig;
   if (!globals_.context.empty()) options.context = globals_.context;
   if (!globals_.namespace_name.empty()) options.namespace_name = globals_.namespace_name;
-  GPUCTL_TRY_ASSIGN(kube::RestConfig config, environment_.load_config(options));
+  return options;
+}
+
+Result<kube::RestConfig> AppContext::load_config() {
+  if (config_) return *config_;
+  GPUCTL_TRY_ASSIGN(kube::RestConfig config, environment_.load_config(load_options()));
   config_ = config;
   return config;
 }
@@ -158,7 +163,8 @@ void configure_app(CLI::App& app, AppContext& context, bool& show_version) {
     auto subcommands = app.get_subcommands(all);
     for (std::size_t i = before; i < subcommands.size(); i++) subcommands[i]->group(spec.group);
   }
-  register_man(app, context);  // hidden; after the others, whose pages it writes
+  register_complete_entry(app, context);  // hidden: the shells' scripts call it
+  register_man(app, context);             // hidden; after the others, whose pages it writes
 }
 
 int run_cli(int argc, const char* const* argv, Streams streams, Environment environment) {

@@ -61,6 +61,8 @@ class AppContext {
   HelpData& help() { return help_; }
   const Environment& environment() const { return environment_; }
 
+  // Where the kubeconfig comes from: the environment, overridden by the global flags.
+  kube::LoadOptions load_options() const;
   // Loads the kubeconfig and builds the client on first use ("complete").
   Result<kube::Client*> client();
   // The kubeconfig resolved (once); the config file reads its context name.

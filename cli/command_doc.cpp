@@ -45,7 +45,8 @@ CLI::Option* completes(CLI::Option* option, HelpData& help, ValueKind kind) {
 
 namespace {
 
-// Splits a shell command line into words and operators ("|", ">", ";", "&", "$(", ")"), with
+// Splits a shell command line into words and operators ("|", ">", "<", ";", "&", ")", and "$("
+// or "<(" as "("), with
 // quotes and backslash-newlines resolved. Operators come back as words starting with '\0'.
 std::vector<std::string> shell_tokens(const std::string& line) {
   std::vector<std::string> tokens;
@@ -75,11 +76,13 @@ std::vector<std::string> shell_tokens(const std::string& line) {
       in_word = true;
     } else if (c == ' ' || c == '\t' || c == '\n') {
       end_word();
-    } else if (c == '|' || c == '>' || c == ';' || c == '&' || c == ')' ||
+    } else if (c == '|' || c == '>' || c == '<' || c == ';' || c == '&' || c == ')' ||
                (c == '$' && i + 1 < line.size() && line[i + 1] == '(')) {
       end_word();
-      tokens.push_back(std::string(1, '\0') + c);
-      if (c == '$') i++;
+      // "$(" and "<(" start a command; ">" and "<" are followed by a file name.
+      const bool substitution = (c == '$' || c == '<') && i + 1 < line.size() && line[i + 1] == '(';
+      tokens.push_back(std::string(1, '\0') + (substitution ? '(' : c));
+      if (substitution) i++;
     } else {
       word += c;
       in_word = true;
@@ -102,7 +105,7 @@ std::vector<std::vector<std::string>> gpuctl_invocations(const std::string& comm
       if (in_gpuctl) out.push_back(current);
       current.clear();
       in_gpuctl = false;
-      at_command_start = token != std::string(1, '\0') + '>';
+      at_command_start = token[1] != '>' && token[1] != '<';
       continue;
     }
     // VAR=value before a command, and the openers of a group: the command is still to come.

@@ -17,6 +17,7 @@ const std::vector<CommandSpec>& command_table() {
       {"Backup", &register_backup},
       {"Backup", &register_restore},
       {"Configuration", &register_config},
+      {"Configuration", &register_completion},
   };
   return table;
 }

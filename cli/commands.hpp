@@ -26,6 +26,7 @@ void register_quota(CLI::App& app, AppContext& context);  // quota, quota set/de
 void register_diagnose(CLI::App& app, AppContext& context);
 void register_backup(CLI::App& app, AppContext& context);  // backup and backup inspect
 void register_restore(CLI::App& app, AppContext& context);
-void register_config(CLI::App& app, AppContext& context);  // config view
+void register_config(CLI::App& app, AppContext& context);      // config view
+void register_completion(CLI::App& app, AppContext& context);  // gpuctl completion bash|zsh|fish
 
 }  // namespace gpuctl::cli

@@ -96,9 +96,14 @@ std::optional<std::string> peek_continue(const HttpResponse& response) {
 struct PageCodec {
   const ListOptions& options;
   Projection page_fields = Projection::list_of(options.fields);
-  bool protobuf = options.protobuf != nullptr && proto::covers(*options.protobuf, options.fields);
+  bool protobuf =
+      !options.metadata_only && options.protobuf != nullptr && proto::covers(*options.protobuf, options.fields);
 
-  std::string_view accept() const { return protobuf ? proto::kAcceptProtobufOrJson : std::string_view{}; }
+  std::string_view accept() const {
+    if (options.metadata_only)
+      return "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+    return protobuf ? proto::kAcceptProtobufOrJson : std::string_view{};
+  }
   Result<json> decode(const HttpResponse& response, std::string_view path) const {
     if (protobuf && is_protobuf(response)) {
       auto page = proto::decode_list(response.body, *options.protobuf, options.fields);

@@ -82,7 +82,28 @@ Result<RestConfig> without_kubeconfig(const LoadOptions& options, const std::str
                           looked_at));
 }
 
+// The kubeconfig files to read, in order, and which setting named them.
+std::pair<std::vector<std::string>, std::string> candidate_files(const LoadOptions& options) {
+  if (non_empty(options.kubeconfig)) return {{*options.kubeconfig}, "--kubeconfig"};
+  if (auto list = non_empty(options.kubeconfig_env)) return {split_kubeconfig_env(*list), "KUBECONFIG"};
+  if (!options.home.empty()) return {{options.home + "/.kube/config"}, "~/.kube/config"};
+  return {{}, ""};
+}
+
 }  // namespace
+
+Result<ContextNames> kubeconfig_contexts(const LoadOptions& options) {
+  std::vector<Kubeconfig> loaded;
+  for (const auto& path : candidate_files(options).first) {
+    GPUCTL_TRY_ASSIGN(std::optional<Kubeconfig> config, detail::read_kubeconfig_file(path));
+    if (config) loaded.push_back(std::move(*config));
+  }
+  Kubeconfig merged = detail::merge_kubeconfigs(std::move(loaded));
+  ContextNames names;
+  for (const auto& c : merged.contexts) names.names.push_back(c.name);
+  names.current = merged.current_context;
+  return names;
+}
 
 LoadOptions environment_load_options() {
   LoadOptions o;
@@ -95,19 +116,8 @@ LoadOptions environment_load_options() {
 }
 
 Result<RestConfig> load_rest_config(const LoadOptions& options) {
-  std::vector<std::string> candidates;
-  std::string source;
+  const auto [candidates, source] = candidate_files(options);
   const bool explicit_file = non_empty(options.kubeconfig).has_value();
-  if (explicit_file) {
-    candidates.push_back(*options.kubeconfig);
-    source = "--kubeconfig";
-  } else if (auto list = non_empty(options.kubeconfig_env)) {
-    candidates = split_kubeconfig_env(*list);
-    source = "KUBECONFIG";
-  } else if (!options.home.empty()) {
-    candidates.push_back(options.home + "/.kube/config");
-    source = "~/.kube/config";
-  }
 
   std::vector<Kubeconfig> loaded;
   std::vector<std::string> loaded_paths;

@@ -78,6 +78,9 @@ struct ListOptions {
   // protobuf, with JSON as the server's fallback, when the schema covers `fields`; the items
   // are the same JSON either way. nullptr: JSON.
   const proto::Message* protobuf = nullptr;
+  // Ask for the items' metadata only (a meta.k8s.io/v1 PartialObjectMetadataList; JSON when the
+  // server cannot): a node's name without its 5-10 KiB of status. Wins over `protobuf`.
+  bool metadata_only = false;
 };
 
 // Where list_pages hands each page as soon as it is decoded; the page is freed after.

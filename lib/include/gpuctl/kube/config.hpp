@@ -100,4 +100,13 @@ LoadOptions environment_load_options();
 // ones), the in-cluster service account is used when KUBERNETES_SERVICE_HOST/PORT are set.
 Result<RestConfig> load_rest_config(const LoadOptions& options);
 
+// The context names of the kubeconfig files `options` selects (merged as load_rest_config
+// merges them), and the current-context; nothing is resolved or validated beyond parsing, so
+// completion and per-context settings work with a kubeconfig whose credentials are broken.
+struct ContextNames {
+  std::vector<std::string> names;
+  std::string current;
+};
+Result<ContextNames> kubeconfig_contexts(const LoadOptions& options);
+
 }  // namespace gpuctl::kube
