@@ -28,10 +28,11 @@ ops::NameSource source_of(ValueKind kind) {
 }
 
 // ~/.cache/gpuctl/completion, or under $XDG_CACHE_HOME; empty when neither is known.
-std::string cache_dir() {
-  const char* xdg = std::getenv("XDG_CACHE_HOME");
+std::string cache_dir(const AppContext& ctx) {
+  const auto& env = ctx.environment().env_var;
+  const char* xdg = env ? env("XDG_CACHE_HOME") : nullptr;
   if (xdg != nullptr && xdg[0] == '/') return std::string(xdg) + "/gpuctl/completion";
-  const char* home = std::getenv("HOME");
+  const char* home = env ? env("HOME") : nullptr;
   if (home != nullptr && home[0] == '/') return std::string(home) + "/.cache/gpuctl/completion";
   return "";
 }
@@ -45,7 +46,7 @@ std::vector<std::string> names_from_cluster(AppContext& ctx, ValueKind kind) {
   auto namespace_name = ctx.namespace_name();
   if (!namespace_name) return {};
   const ops::NameSource source = source_of(kind);
-  const ops::NameCache cache{cache_dir()};
+  const ops::NameCache cache{cache_dir(ctx)};
   const std::string key = ops::name_cache_key((*client)->config(), source, *namespace_name);
   if (!cache.dir.empty()) {
     if (auto cached = ops::read_cached_names(cache, key, std::chrono::system_clock::now())) return *cached;
@@ -86,7 +87,7 @@ Result<ExitCode> run_complete(AppContext& ctx, const CLI::App& root, const std::
 
 void register_complete_entry(CLI::App& root, AppContext& ctx) {
   auto* cmd = root.add_subcommand("__complete", "Complete a command line (called by the shells' completion scripts)");
-  cmd->group("");         // hidden
+  cmd->group("");  // hidden
   // Every word after it is the line's, flags included: none is parsed, none falls through.
   cmd->prefix_command();
   cmd->allow_extras();

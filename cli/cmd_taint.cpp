@@ -69,7 +69,7 @@ tolerate it. NoExecute evicts them, so it needs --yes when there are any.)",
              {R"(Remove every taint with the key "dedicated" from the A100 nodes)",
               "gpuctl taint -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB dedicated-"}}});
   completes(cmd->add_option("args", o->nodes.args, "NODE... then KEY[=VALUE]:EFFECT[-] or KEY-"), ctx.help(),
-            ValueKind::node)
+            ValueKind::node_or_taint)
       ->required();
   add_node_change_flags(*cmd, ctx.help(), o->nodes);
   cmd->add_flag("--overwrite", o->overwrite, "Change the value of a taint whose key and effect exist");

@@ -24,14 +24,15 @@ struct CommandDoc {
 
 // Where the words of a flag's value or of an argument come from, for completion.
 enum class ValueKind {
-  choice,      // a fixed list (output formats, taint effects, ...)
-  node,        // node names, from the cluster
-  namespace_,  // namespace names, from the cluster
-  context,     // context names, from the kubeconfig
-  job,         // GPU job names in the namespace, from the cluster
-  label_key,   // label keys of the nodes (-l), from the cluster
-  file,        // the shell's file names
-  directory,   // the shell's folder names
+  choice,         // a fixed list (output formats, taint effects, ...)
+  node,           // node names, from the cluster
+  node_or_taint,  // taint's NODE... KEY[=VALUE]:EFFECT: node names, or the effects after a ':'
+  namespace_,     // namespace names, from the cluster
+  context,        // context names, from the kubeconfig
+  job,            // GPU job names in the namespace, from the cluster
+  label_key,      // label keys of the nodes (-l), from the cluster
+  file,           // the shell's file names
+  directory,      // the shell's folder names
 };
 
 struct ValueWords {

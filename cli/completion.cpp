@@ -62,6 +62,18 @@ void complete_value(const CLI::Option* option, const HelpData& help, CompletionA
       }
       a.directive = directive_no_file;
       return;
+    case ValueKind::node_or_taint:
+      if (auto colon = a.current.rfind(':'); colon != std::string::npos) {
+        // KEY[=VALUE]:EFFECT, and its removal KEY[=VALUE]:EFFECT-
+        for (const char* effect : {"NoSchedule", "PreferNoSchedule", "NoExecute"}) {
+          add_if_matches(a.words, a.current, a.current.substr(0, colon + 1) + effect, "");
+        }
+        a.directive = directive_no_file;
+        return;
+      }
+      a.from_cluster = ValueKind::node;
+      a.directive = directive_no_file;
+      return;
     case ValueKind::file: a.directive = directive_default; return;
     case ValueKind::directory: a.directive = directive_filter_dirs; return;
     default:

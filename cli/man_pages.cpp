@@ -62,6 +62,17 @@ std::string exit_status_section() {
   return text;
 }
 
+std::string files_section() {
+  return ".SH FILES\n"
+         ".TP\n.I ~/.kube/config\nThe kubeconfig read when neither \\fB\\-\\-kubeconfig\\fR nor \\fBKUBECONFIG\\fR is "
+         "given.\n"
+         ".TP\n.I ~/.config/gpuctl/config.yaml\nDefaults an admin sets once: the ssh settings, timeouts, fan-out and "
+         "the output format, optionally per kubeconfig context (under \\fBcontexts\\fR). A flag or its environment "
+         "variable wins; \\fBgpuctl config view\\fR shows each setting and where it came from.\n"
+         ".TP\n.I ~/.cache/gpuctl/completion/\nNames that shell completion read from the cluster, kept for 30 "
+         "seconds (files of mode 0600).\n";
+}
+
 std::string environment_section() {
   struct Variable {
     const char* name;
@@ -70,7 +81,11 @@ std::string environment_section() {
   static const Variable variables[] = {
       {"KUBECONFIG", "The kubeconfig files to use when --kubeconfig is not given (':'-separated, merged)."},
       {"NO_COLOR", "When set, no colors are used."},
-      {"GPUCTL_SSH_CONFIG", "The ssh client configuration file when --ssh-config is not given."},
+      {"GPUCTL_CONFIG", "gpuctl's configuration file, instead of the default one; it must exist."},
+      {"XDG_CONFIG_HOME", "When set, the configuration file is $XDG_CONFIG_HOME/gpuctl/config.yaml."},
+      {"GPUCTL_SSH_CONFIG",
+       "The ssh client configuration file when --ssh-config is not given. Each GPUCTL_SSH_ variable wins over the "
+       "configuration file and loses to its flag."},
       {"GPUCTL_SSH_USER", "The user to log in as on the nodes when --ssh-user is not given."},
       {"GPUCTL_SSH_PORT", "The nodes' sshd port when --ssh-port is not given."},
       {"GPUCTL_SSH_IDENTITY", "The private key file when --ssh-identity is not given."},
@@ -131,9 +146,7 @@ std::string page(const CLI::App& app, const CLI::App& root, const HelpData& help
   text += exit_status_section();
   text += examples_section(doc);
   text += environment_section();
-  text +=
-      ".SH FILES\n.TP\n.I ~/.kube/config\nThe kubeconfig read when neither \\fB\\-\\-kubeconfig\\fR nor "
-      "\\fBKUBECONFIG\\fR is given.\n";
+  text += files_section();
   text += ".SH SEE ALSO\n";
   text += &app == &root ? "\\fBkubectl\\fR(1)\n" : "\\fBgpuctl\\fR(1), \\fBkubectl\\fR(1)\n";
   return text;

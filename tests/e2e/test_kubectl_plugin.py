@@ -1,8 +1,8 @@
 """gpuctl as a kubectl plugin, end to end: `cmake --install` into a temporary prefix, then the
 local cluster's own kubectl, with a PATH that holds only the installed bin folder, finds
 kubectl-gpu (`kubectl plugin list`), runs `kubectl gpu nodes` against the cluster, passes gpuctl's
-exit codes through, and completes `kubectl gpu <TAB>` through kubectl_complete-gpu once that is
-installed.
+exit codes through, and completes `kubectl gpu <TAB>` (subcommands, node names from the cluster)
+through the installed kubectl_complete-gpu.
 
 The build folder comes from GPUCTL_BUILD_DIR, else the folder of GPUCTL_BIN (build/gpuctl)."""
 import json
@@ -117,10 +117,8 @@ class KubectlPluginTest(h.TestCase):
         self.assertIn("forbidden", err.lower())
 
     def test_kubectl_completes_gpu_subcommands(self):
-        # kubectl_complete-gpu comes with `gpuctl completion`; the lead adds it to
-        # cmake/GpuctlInstall.cmake, and this test then runs instead of skipping.
-        if not (self.bin / "kubectl_complete-gpu").exists():
-            self.skipTest("kubectl_complete-gpu is not installed yet (comes with gpuctl completion)")
+        # kubectl (>= 1.26) runs kubectl_complete-gpu, installed beside kubectl-gpu, for `kubectl gpu <TAB>`.
+        self.assertTrue((self.bin / "kubectl_complete-gpu").is_file())
         rc, out, err = self.kubectl("__complete", "gpu", "")
         self.assertEqual(rc, 0, err)
         lines = out.splitlines()
@@ -132,6 +130,10 @@ class KubectlPluginTest(h.TestCase):
         rc, out, err = self.kubectl("__complete", "gpu", "no")
         self.assertEqual(rc, 0, err)
         self.assertIn("nodes", [line.split("\t")[0] for line in out.splitlines()[:-1]])
+        # Node names come from the cluster kubectl's KUBECONFIG points at.
+        rc, out, err = self.kubectl("__complete", "gpu", "cordon", "kplug-")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual({line.split("\t")[0] for line in out.splitlines()[:-1]}, set(NODES))
 
 
 if __name__ == "__main__":

@@ -88,30 +88,29 @@ layout "$tmp/dest/usr" >"$tmp/dest.layout"
 diff -u "$tmp/deb.layout" "$tmp/prefix.layout" >&2 || fail "cmake --install --prefix differs from the .deb (above)"
 diff -u "$tmp/deb.layout" "$tmp/dest.layout" >&2 || fail "cmake --install with DESTDIR differs from the .deb (above)"
 
-# Every file is where it belongs and nothing else is installed. The completion files come with
-# `gpuctl completion`; the lead adds them to cmake/GpuctlInstall.cmake, and each is checked here
-# once it is installed.
+# Every file is where it belongs and nothing else is installed.
 pages=$(ls "$build/man" | grep -c '\.1$')
 [ "$(grep -c '^f share/man/man1/gpuctl.*\.1\.gz $' "$tmp/deb.layout")" -eq "$pages" ] ||
   fail "not all $pages man pages of $build/man are installed gzipped in share/man/man1"
 for want in "f bin/gpuctl " "l bin/kubectl-gpu gpuctl" "f share/man/man1/gpuctl.1.gz " \
-  "l share/man/man1/kubectl-gpu.1.gz gpuctl.1.gz" "f share/doc/gpuctl/copyright " "f share/doc/gpuctl/changelog.gz "; do
+  "l share/man/man1/kubectl-gpu.1.gz gpuctl.1.gz" "f share/doc/gpuctl/copyright " "f share/doc/gpuctl/changelog.gz " \
+  "f share/bash-completion/completions/gpuctl " "f share/zsh/site-functions/_gpuctl " \
+  "f share/fish/vendor_completions.d/gpuctl.fish " "f bin/kubectl_complete-gpu "; do
   grep -qxF "$want" "$tmp/deb.layout" || fail "not installed: $want"
 done
-unexpected=$(grep -vE '^(f bin/gpuctl |l bin/kubectl-gpu gpuctl|l share/man/man1/kubectl-gpu\.1\.gz gpuctl\.1\.gz|f share/man/man1/gpuctl[a-z-]*\.1\.gz |f share/doc/gpuctl/(copyright|changelog\.gz) |f share/bash-completion/completions/gpuctl |f share/zsh/site-functions/_gpuctl |f bin/kubectl_complete-gpu )$' "$tmp/deb.layout" || true)
+unexpected=$(grep -vE '^(f bin/gpuctl |l bin/kubectl-gpu gpuctl|l share/man/man1/kubectl-gpu\.1\.gz gpuctl\.1\.gz|l share/man/man1/kubectl_complete-gpu\.1\.gz gpuctl-completion\.1\.gz|f share/man/man1/gpuctl[a-z-]*\.1\.gz |f share/doc/gpuctl/(copyright|changelog\.gz) |f share/bash-completion/completions/gpuctl |f share/zsh/site-functions/_gpuctl |f share/fish/vendor_completions.d/gpuctl\.fish |f bin/kubectl_complete-gpu )$' "$tmp/deb.layout" || true)
 [ -z "$unexpected" ] || fail "installed where nothing belongs: $unexpected"
-if [ -f "$root/usr/share/bash-completion/completions/gpuctl" ]; then
-  bash -c "source '$root/usr/share/bash-completion/completions/gpuctl' && complete -p gpuctl" >/dev/null ||
-    fail "the bash completion file defines no completion for gpuctl"
-  echo "bash completion installed and loads"
-fi
-if [ -f "$root/usr/share/zsh/site-functions/_gpuctl" ]; then
-  head -1 "$root/usr/share/zsh/site-functions/_gpuctl" | grep -q '^#compdef gpuctl' ||
-    fail "_gpuctl does not start with #compdef gpuctl"
-  echo "zsh completion installed"
-fi
-if [ -e "$bin/kubectl_complete-gpu" ]; then
-  [ -x "$bin/kubectl_complete-gpu" ] || fail "kubectl_complete-gpu is not executable"
-  echo "kubectl_complete-gpu installed"
-fi
+# Completion works from the installed files alone: bash's function, run as bash runs it on TAB
+# (the installed gpuctl first on PATH), completes "dr" to drain; zsh's file is a completion
+# function; kubectl_complete-gpu answers in cobra's protocol.
+words=$(PATH="$bin:$PATH" bash -c '
+  source "$1/usr/share/bash-completion/completions/gpuctl" && complete -p gpuctl >/dev/null || exit 1
+  COMP_LINE="gpuctl dr" COMP_POINT=9 COMP_WORDS=(gpuctl dr) COMP_CWORD=1
+  __gpuctl_complete && printf "%s\n" "${COMPREPLY[@]}"' bash "$root") || fail "the installed bash completion does not load"
+[ "$words" = drain ] || fail "the installed bash completion completes 'gpuctl dr' to '$words', not 'drain'"
+head -1 "$root/usr/share/zsh/site-functions/_gpuctl" | grep -q '^#compdef gpuctl' ||
+  fail "_gpuctl does not start with #compdef gpuctl"
+[ -x "$bin/kubectl_complete-gpu" ] || fail "kubectl_complete-gpu is not executable"
+"$bin/kubectl_complete-gpu" no | grep -qx 'nodes.*' || fail "kubectl_complete-gpu does not complete 'no' to nodes"
+echo "completion: bash completes from the installed script, zsh's _gpuctl and kubectl_complete-gpu answer"
 echo "$(basename "$deb"): lintian clean, installs into an empty root; $(wc -l <"$tmp/deb.layout") files, same layout as cmake --install"
