@@ -26,6 +26,9 @@ packages=(
   # gnuplot renders the plots of docs/benchmarks (bench/plot.py); pdsh is the peer of `gpuctl gpus`
   # in the gpus-fanout scenario
   time gnuplot-nox pdsh
+  # e2e.completion drives the completion scripts in real shells, each in its own tmux server:
+  # bash with bash-completion's library (and without it), zsh's compinit, and fish
+  zsh bash-completion tmux fish
 )
 
 missing=()
