@@ -83,6 +83,18 @@ void complete_value(const CLI::Option* option, const HelpData& help, CompletionA
   }
 }
 
+// The value typed in the word under the cursor: a list's (--check ID,...) item after the last
+// delimiter is completed, the items before it stay in the word (a.prefix, with any "--flag=").
+void complete_value_in_word(const CLI::Option* option, const HelpData& help, CompletionAnalysis& a) {
+  const char delimiter = option == nullptr ? '\0' : option->get_delimiter();
+  if (const auto at = a.current.rfind(delimiter); delimiter != '\0' && at != std::string::npos) {
+    a.prefix += a.current.substr(0, at + 1);
+    a.current.erase(0, at + 1);
+  }
+  complete_value(option, help, a);
+  for (auto& c : a.words) c.word = a.prefix + c.word;
+}
+
 // Remembers the globals that say which cluster and namespace the names come from.
 void note_global(CompletionAnalysis& a, const CLI::Option* option, const std::string& value) {
   if (option->check_lname("kubeconfig")) a.kubeconfig = value;
@@ -137,7 +149,7 @@ CompletionAnalysis analyse_completion(const CLI::App& root, const HelpData& help
   }
   a.current = words.empty() ? "" : words.back();
   if (value_of != nullptr) {
-    complete_value(value_of, help, a);
+    complete_value_in_word(value_of, help, a);
   } else if (after_separator) {
     a.directive = directive_default;  // the container's command and its arguments
   } else if (a.current.starts_with("-")) {
@@ -147,9 +159,7 @@ CompletionAnalysis analyse_completion(const CLI::App& root, const HelpData& help
     } else {
       a.prefix = a.current.substr(0, eq + 1);
       a.current = a.current.substr(eq + 1);
-      const CLI::Option* option = find_flag(app, a.prefix.substr(0, eq));
-      complete_value(option, help, a);
-      for (auto& c : a.words) c.word = a.prefix + c.word;
+      complete_value_in_word(find_flag(app, a.prefix.substr(0, eq)), help, a);
     }
   } else {
     if (positionals == 0) {
