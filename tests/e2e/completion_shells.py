@@ -29,7 +29,8 @@ class ShellError(AssertionError):
 
 
 class Shell:
-    """kind: "bash" (with bash-completion's library), "bash-plain" (without it), "zsh" or "fish"."""
+    """kind: "bash" (with bash-completion's library), "bash-plain" (without it), "zsh" (the script
+    sourced), "zsh-fpath" (the script as _gpuctl on $fpath) or "fish"."""
 
     def __init__(self, kind, gpuctl, env=None, cwd=None, width=160, height=48):
         self.kind = kind
@@ -56,6 +57,7 @@ class Shell:
             "bash": ["bash", "--norc", "--noprofile"],
             "bash-plain": ["bash", "--norc", "--noprofile"],
             "zsh": ["zsh", "-f"],
+            "zsh-fpath": ["zsh", "-f"],
             "fish": ["fish", "--no-config"],
         }[kind]
         envargs = ["%s=%s" % kv for kv in sorted(self.env.items())]
@@ -144,9 +146,14 @@ class Shell:
         elif self.kind == "bash-plain":
             self.run("source <(gpuctl completion bash)")
         elif self.kind == "zsh":
-            self.type("PS1='%s'; autoload -U compinit && compinit -u" % PROMPT.replace("%", "%%"))
+            self.type("PS1='%s'; autoload -U compinit && compinit -u" % PROMPT)
             self.keys("Enter")
             self.run("source <(gpuctl completion zsh)")
+        elif self.kind == "zsh-fpath":
+            # As installed: the script is the autoloaded function _gpuctl, found on $fpath by compinit
+            self.type("PS1='%s'; mkdir -p ~/.zfunc && gpuctl completion zsh > ~/.zfunc/_gpuctl" % PROMPT)
+            self.keys("Enter")
+            self.run("fpath=(~/.zfunc $fpath); autoload -U compinit && compinit -u")
         elif self.kind == "fish":
             self.type("function fish_prompt; printf '%%s' '%s'; end; set -g fish_autosuggestion_enabled 0;"
                       " set -g fish_greeting ''" % PROMPT)

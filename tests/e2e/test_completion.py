@@ -178,15 +178,24 @@ class CompletionTest(h.TestCase):
         self.assertEqual(line, "gpuctl nodes --output=json ")
 
     def test_zsh(self):
-        sh = self.shell("zsh")
-        line, _ = sh.complete("gpuctl dr", tabs=1)
-        self.assertEqual(line, "gpuctl drain ")
-        line, _ = sh.complete("gpuctl cordon cmpl-al", tabs=1)
-        self.assertEqual(line, "gpuctl cordon cmpl-alpha-0 ")
-        line, screen = sh.complete("gpuctl cordon cmpl-", tabs=1)
-        self.assert_listed(screen, NODES)
-        line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
-        self.assertEqual(line, "gpuctl nodes --output=json ")
+        for kind in ("zsh", "zsh-fpath"):
+            with self.subTest(shell=kind):
+                sh = self.shell(kind)
+                line, _ = sh.complete("gpuctl dr", tabs=1)
+                self.assertEqual(line, "gpuctl drain ")
+                line, screen = sh.complete("gpuctl d", tabs=1)  # listed with their descriptions
+                self.assertRegex(screen, r"(?m)^drain +-- Cordon nodes")
+                line, _ = sh.complete("gpuctl cordon cmpl-al", tabs=1)
+                self.assertEqual(line, "gpuctl cordon cmpl-alpha-0 ")
+                line, screen = sh.complete("gpuctl cordon cmpl-", tabs=1)
+                self.assert_listed(screen, NODES)
+                line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
+                self.assertEqual(line, "gpuctl nodes --output=json ")
+                line, _ = sh.complete("gpuctl --context=ad", tabs=1)
+                self.assertEqual(line, "gpuctl --context=admin ")
+                (sh.cwd / "cmpl-archive.tar.gz").write_text("")
+                line, _ = sh.complete("gpuctl restore cmpl-ar", tabs=1)
+                self.assertEqual(line, "gpuctl restore cmpl-archive.tar.gz ")
 
     def test_fish(self):
         sh = self.shell("fish")
@@ -200,6 +209,11 @@ class CompletionTest(h.TestCase):
         self.assertEqual(line, "gpuctl cordon cmpl-beta-0 ")
         line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
         self.assertEqual(line, "gpuctl nodes --output=json ")
+        line, _ = sh.complete("gpuctl --context=ad", tabs=1)
+        self.assertEqual(line, "gpuctl --context=admin ")
+        (sh.cwd / "cmpl-archive.tar.gz").write_text("")
+        line, _ = sh.complete("gpuctl restore cmpl-ar", tabs=1)
+        self.assertEqual(line, "gpuctl restore cmpl-archive.tar.gz ")
 
     # --- an unreachable API server ----------------------------------------------------------------
 
@@ -223,7 +237,7 @@ class CompletionTest(h.TestCase):
         self.assertLess(took, 2.0)
         self.assertEqual(p.stdout, ":4\n")
         self.assertEqual(p.stderr, "")
-        for kind in ("bash", "bash-plain", "zsh", "fish"):
+        for kind in ("bash", "bash-plain", "zsh", "zsh-fpath", "fish"):
             with self.subTest(shell=kind):
                 sh = self.shell(kind, kubeconfig=kubeconfig)
                 # One TAB: bash asks again on the second, and each ask may take the deadline
