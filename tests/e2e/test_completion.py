@@ -19,13 +19,13 @@ from pathlib import Path
 import harness as h
 from completion_shells import Shell
 
+# CPU-only nodes: completion offers every node, and suites that visit every GPU node over ssh
+# (gpus, nodes --live) running beside this one never meet a GPU node without a host.
 FLEET = """
 name: completion
 nodes:
   - name: cmpl-alpha-0
-    gpus: 4
   - name: cmpl-beta-0
-    gpus: 4
 """
 NODES = ["cmpl-alpha-0", "cmpl-beta-0"]
 CACHE_TTL = 30  # seconds, as in gpuctl (cli/cmd_completion.cpp)
