@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "common_flags.hpp"
+#include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/jobs/jobs.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
@@ -18,6 +19,7 @@ using output::Cell;
 using output::Style;
 
 struct JobsOptions {
+  std::vector<std::string> names;
   bool all_namespaces = false;
   std::string selector;
   bool all = false;
@@ -88,6 +90,11 @@ std::string jobs_table(const ops::JobList& list, bool wide, bool with_namespace,
 Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
+  for (const auto& name : o.names) {
+    if (auto problem = kube::paths::dns_subdomain_problem(name); !problem.empty()) {
+      return fail(Errc::invalid_argument, fmt::format("job name \"{}\": {}", name, problem));
+    }
+  }
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   ops::JobListOptions options;
@@ -97,6 +104,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
   }
   options.label_selector = o.selector;
   options.include_non_gpu_jobs = o.all;
+  options.names = o.names;
   // run
   GPUCTL_TRY_ASSIGN(ops::JobList list, ops::collect_jobs(*client, options, std::chrono::system_clock::now()));
   for (const auto& skipped : list.skipped) ctx.warn(skipped);
@@ -109,7 +117,7 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
       break;
     case OutputFormat::table:
     case OutputFormat::wide:
-      if (list.jobs.empty()) {
+      if (list.jobs.empty() && o.names.empty()) {
         ctx.streams().err << (o.all ? "No jobs found" : "No GPU jobs found")
                           << (o.all_namespaces ? std::string() : " in namespace " + options.namespace_name)
                           << (o.selector.empty() ? "" : " matching -l " + o.selector)
@@ -119,7 +127,11 @@ Result<ExitCode> run_jobs(const JobsOptions& o, AppContext& ctx) {
       out << jobs_table(list, format == OutputFormat::wide, o.all_namespaces, !o.no_headers, ctx.color());
       break;
   }
-  return list.skipped.empty() ? ExitCode::ok : ExitCode::failure;
+  // As kubectl get NAME...: the jobs found are listed, then each one missing is an error.
+  const std::string where = o.all_namespaces ? "any namespace" : "namespace " + options.namespace_name;
+  for (const auto& name : list.not_found)
+    print_line(ctx.streams().err, fmt::format("error: job {} not found in {}", name, where));
+  return list.skipped.empty() && list.not_found.empty() ? ExitCode::ok : ExitCode::failure;
 }
 
 Result<ExitCode> run_jobs_clean(const JobsCleanOptions& o, AppContext& ctx) {
@@ -191,20 +203,23 @@ void register_jobs(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<JobsOptions>();
   auto* cmd =
       app.add_subcommand("jobs", "List GPU jobs: status, GPUs, nodes, age, duration, and why they pend or failed");
-  document(*cmd, ctx.help(),
-           {R"(GPU jobs are batch/v1 Jobs whose pod template requests an nvidia.com/* resource (--all lists
+  document(
+      *cmd, ctx.help(),
+      {R"(GPU jobs are batch/v1 Jobs whose pod template requests an nvidia.com/* resource (--all lists
 every Job). STATUS comes from the Job's conditions: Pending (no pod running yet), Running,
 Succeeded, Failed, Suspended. GPUS is what the job asks for at once (GPUs per pod x parallelism).
 REASON says in plain words why a job pends (the scheduler's verdict from its pods' PodScheduled
 condition, a quota that refused its pods, suspension) or why it failed (the Failed condition and
 the exit code of the failed container).)",
-            {{"GPU jobs in the current namespace", "gpuctl jobs"},
-             {"Every namespace, with per-pod GPUs, pod counts and exit codes", "gpuctl jobs -A -o wide"},
-             {"The stable JSON schema (kind GPUJobList) for scripts",
-              R"(gpuctl jobs -n team-a -o json | jq '.items[] | select(.status == "Failed") | .failure.exitCode')"},
-             {"Delete finished jobs (and their pods) that finished more than a day ago",
-              "gpuctl jobs clean -n team-a --older-than 24h"}}});
+       {{"GPU jobs in the current namespace", "gpuctl jobs"},
+        {"Two jobs by name, whatever they request, with why they pend or failed", "gpuctl jobs -n ml bert-large smoke"},
+        {"Every namespace, with per-pod GPUs, pod counts and exit codes", "gpuctl jobs -A -o wide"},
+        {"The stable JSON schema (kind GPUJobList) for scripts",
+         R"(gpuctl jobs -n team-a -o json | jq '.items[] | select(.status == "Failed") | .failure.exitCode')"},
+        {"Delete finished jobs (and their pods) that finished more than a day ago",
+         "gpuctl jobs clean -n team-a --older-than 24h"}}});
   cmd->fallthrough();  // -n and the other global flags also after 'jobs clean'
+  completes(cmd->add_option("names", o->names, "NAME... (default: every GPU job)"), ctx.help(), ValueKind::job);
   cmd->add_flag("-A,--all-namespaces", o->all_namespaces, "List jobs in every namespace");
   add_selector_flag(*cmd, ctx.help(), o->selector, "jobs");
   cmd->add_flag("--all", o->all, "List every job, not only GPU jobs");

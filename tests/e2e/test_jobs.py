@@ -1,6 +1,7 @@
 """gpuctl jobs and gpuctl jobs clean against the real API server: succeeded, failed (with the
 container's exit code), running and unschedulable jobs as `gpuctl jobs -o json` reports them,
 and `jobs clean` removing finished jobs together with their pods, leaving the others."""
+import tempfile
 import harness as h
 
 FLEET = {"e2e.gpuctl.dev/fleet": "jobs"}
@@ -92,6 +93,19 @@ class JobsTest(h.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertTrue(out.startswith("NAMESPACE "), out)
         self.assertEqual(sum(1 for l in out.splitlines() if l.startswith(ns + " ")), 4)
+
+        # By name, as kubectl get NAME...: only those; one missing is an error after the others.
+        rc, out, err = h.gpuctl("jobs", "-n", ns, "ok", "bad", "-o", "name")
+        self.assertEqual((rc, out), (0, "job/bad\njob/ok\n"), err)
+        rc, out, err = h.gpuctl("jobs", "-n", ns, "ok", "nope")
+        self.assertEqual(rc, 1, out + err)
+        self.assertEqual([l.split()[0] for l in out.splitlines()[1:]], ["ok"])
+        self.assertEqual(err, "error: job nope not found in namespace %s\n" % ns)
+        # Job names complete from the namespace typed on the line (cobra's protocol, as the
+        # shells' scripts read it); HOME is private so no completion cache is shared.
+        with tempfile.TemporaryDirectory() as home:
+            rc, out, err = h.gpuctl("__complete", "jobs", "-n", ns, "r", env={"HOME": home})
+        self.assertEqual((rc, out, err), (0, "runner\n:4\n", ""))
 
     def test_clean_removes_finished_jobs_and_their_pods(self):
         ns = self.namespace("jobs-clean")

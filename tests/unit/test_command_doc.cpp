@@ -3,10 +3,13 @@
 // values its check accepts.
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <sstream>
 
 #include "app.hpp"
 #include "command_doc.hpp"
+#include "exit_code.hpp"
+#include "fakes/fixtures.hpp"
 #include "usage_errors.hpp"
 
 using namespace gpuctl::cli;
@@ -137,4 +140,21 @@ TEST_CASE("help: the words completion offers for a flag are exactly the values i
     }
   }
   CHECK(checked >= 30);
+}
+
+TEST_CASE("help: README's exit-code table lists the codes --help and the man pages list", "[cli][help]") {
+  std::ifstream file(std::string(gpuctl::testing::test_data_dir()) + "/../../README.md");
+  REQUIRE(file);
+  std::vector<std::string> readme;
+  bool in_table = false;
+  for (std::string line; std::getline(file, line);) {
+    if (line.starts_with("## ")) in_table = line == "## Exit codes";
+    // "| 124 | ..." rows; the header and the separator are not codes.
+    if (in_table && line.starts_with("| ") && line.size() > 2 && std::isdigit(static_cast<unsigned char>(line[2]))) {
+      readme.push_back(line.substr(2, line.find(' ', 2) - 2));
+    }
+  }
+  std::vector<std::string> documented;
+  for (const auto& row : exit_code_docs()) documented.emplace_back(row.code);
+  CHECK(readme == documented);
 }

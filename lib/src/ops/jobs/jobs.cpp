@@ -113,6 +113,8 @@ Result<std::vector<json>> list_job_objects(kube::Client& client, const JobListOp
   std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
   kube::ListOptions list;
   list.label_selector = options.label_selector;
+  // One name is one object: the server filters (metadata.name is a field every kind can select on).
+  if (options.names.size() == 1) list.field_selector = "metadata.name=" + options.names.front();
   // Each list decodes only its kind's shape table: every field the job summaries read.
   list.fields = kube::Projection(kube::job_shapes());
   GPUCTL_TRY_ASSIGN(kube::ListResult jobs, client.list(kube::paths::jobs(ns), list));
@@ -160,12 +162,23 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   GPUCTL_TRY_ASSIGN(std::vector<json> jobs, list_job_objects(client, options));
   std::vector<std::string> skipped;
   jobs = kube::keep_well_formed(std::move(jobs), "job", kube::job_shape_problem, skipped);
-  if (!options.include_non_gpu_jobs) {
+  std::vector<std::string> not_found;
+  const bool named = !options.names.empty();
+  if (named) {
+    const std::set<std::string> wanted(options.names.begin(), options.names.end());
+    std::erase_if(jobs, [&](const json& j) { return !wanted.contains(kube::name_of(j)); });
+    std::set<std::string> found;
+    for (const auto& j : jobs) found.insert(kube::name_of(j));
+    for (const auto& name : wanted) {
+      if (!found.contains(name)) not_found.push_back(name);
+    }
+  } else if (!options.include_non_gpu_jobs) {
     std::erase_if(jobs, [](const json& j) { return !job_requests_gpu(j); });
   }
   if (jobs.empty()) {
     JobList none;
     none.skipped = std::move(skipped);
+    none.not_found = std::move(not_found);
     return none;
   }
   std::string ns = options.all_namespaces ? std::string() : options.namespace_name;
@@ -180,6 +193,7 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
   JobList list = build_job_list(jobs, pods, events.items, true, now);
   list.skipped = std::move(skipped);
+  list.not_found = std::move(not_found);
   return list;
 }
 

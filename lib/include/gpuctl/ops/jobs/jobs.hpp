@@ -21,6 +21,9 @@ struct JobListOptions {
   bool all_namespaces = false;
   std::string label_selector;         // on the Jobs
   bool include_non_gpu_jobs = false;  // --all
+  // Only these jobs (in any namespace with all_namespaces), whatever they request, as kubectl get
+  // NAME... lists what it is asked for; each one not found is named in JobList::not_found.
+  std::vector<std::string> names;
 };
 
 struct JobList {
@@ -28,6 +31,7 @@ struct JobList {
   // Jobs, pods and events left out because a field had the wrong type ("job team-a/x skipped:
   // ..."): named on stderr, exit 1.
   std::vector<std::string> skipped;
+  std::vector<std::string> not_found;  // of JobListOptions::names
 };
 
 // Pure: summaries of `jobs`, each with the pods it owns (ownerReferences uid, else the job-name
