@@ -4,24 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/util/strings.hpp"
+
 namespace gpuctl::cli {
 namespace {
-
-// Optimal string alignment distance: a swapped pair of letters ("nodse") is one edit.
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
-  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
-  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
-      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.size()][b.size()];
-}
 
 // The words CLI11 did not expect: "The following argument(s) was/were not expected: a b".
 std::vector<std::string> unexpected_words(const std::string& message) {
@@ -61,13 +47,13 @@ std::string unexpected_message(const CLI::App& target, const std::string& word) 
   const std::string where = command_path(&target);
   if (word.starts_with("-")) {
     const std::string flag = word.substr(0, word.find('='));
-    const std::string near = closest_word(flag, flag_names(target));
+    const std::string near = util::closest_word(flag, flag_names(target));
     if (near.empty()) return fmt::format("unknown flag {} for \"{}\"", flag, where);
     return fmt::format("unknown flag {} for \"{}\"; did you mean {}?", flag, where, near);
   }
   const auto commands = subcommand_names(target);
   if (commands.empty()) return fmt::format("unexpected argument \"{}\" for \"{}\"", word, where);
-  const std::string near = closest_word(word, commands);
+  const std::string near = util::closest_word(word, commands);
   if (near.empty()) return fmt::format("unknown command \"{}\" for \"{}\"", word, where);
   return fmt::format("unknown command \"{}\" for \"{}\"; did you mean \"{}\"?", word, where, near);
 }
@@ -105,19 +91,6 @@ std::string command_path(const CLI::App* app) {
     path = path.empty() ? a->get_name() : a->get_name() + " " + path;
   }
   return path;
-}
-
-std::string closest_word(const std::string& typed, const std::vector<std::string>& candidates) {
-  std::string best;
-  std::size_t best_distance = 3;
-  for (const auto& c : candidates) {
-    const std::size_t d = edit_distance(typed, c);
-    if (d < best_distance && d * 2 < std::max(typed.size(), c.size())) {
-      best = c;
-      best_distance = d;
-    }
-  }
-  return best;
 }
 
 std::string usage_error_message(const CLI::App& target, const CLI::ParseError& error) {

@@ -19,10 +19,6 @@ std::string command_path(const CLI::App* app);
 // "unknown command \"nodse\" for \"gpuctl\"; did you mean \"nodes\"?".
 std::string usage_error_message(const CLI::App& target, const CLI::ParseError& error);
 
-// The closest of `candidates` to `typed` by edit distance (transpositions count once), if it is
-// near enough to be a typo (at most 2 edits, and fewer than half the word); "" otherwise.
-std::string closest_word(const std::string& typed, const std::vector<std::string>& candidates);
-
 // CLI11's help with gpuctl's option names: "--dry-run[=MODE]" instead of "--dry-run{client}".
 std::shared_ptr<CLI::Formatter> help_formatter();
 

@@ -10,6 +10,7 @@ from collections import namedtuple
 from pathlib import Path
 
 import harness as h
+from faults_common import reset_node  # noqa: F401 (the examples' tests reset nodes as the drain suites do)
 
 XSD = h.HERE.parent / "fixtures" / "junit" / "jenkins-xunit__junit-10.xsd"
 
@@ -47,13 +48,6 @@ def junit_failures(root):
 
 
 # -- drain ground ----------------------------------------------------------------------------------
-
-
-def reset_node(name):
-    patch = {"spec": {"unschedulable": None},
-             "metadata": {"annotations": {"gpuctl.io/cordon-reason": None, "gpuctl.io/cordoned-by": None,
-                                          "gpuctl.io/cordoned-at": None}}}
-    h.kubectl("patch", "node", name, "--type", "merge", "-p", json.dumps(patch))
 
 
 def pods_on(node, ns):

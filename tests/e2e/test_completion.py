@@ -189,13 +189,17 @@ class CompletionTest(h.TestCase):
                 self.assertEqual(line, "gpuctl cordon cmpl-alpha-0 ")
                 line, screen = sh.complete("gpuctl cordon cmpl-", tabs=1)
                 self.assert_listed(screen, NODES)
-                line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
-                self.assertEqual(line, "gpuctl nodes --output=json ")
-                line, _ = sh.complete("gpuctl --context=ad", tabs=1)
-                self.assertEqual(line, "gpuctl --context=admin ")
-                (sh.cwd / "cmpl-archive.tar.gz").write_text("")
-                line, _ = sh.complete("gpuctl restore cmpl-ar", tabs=1)
-                self.assertEqual(line, "gpuctl restore cmpl-archive.tar.gz ")
+                self.assert_values_contexts_and_files(sh)
+
+    def assert_values_contexts_and_files(self, sh):
+        """An attached flag value, a context from the kubeconfig, and a file name of the cwd."""
+        line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
+        self.assertEqual(line, "gpuctl nodes --output=json ")
+        line, _ = sh.complete("gpuctl --context=ad", tabs=1)
+        self.assertEqual(line, "gpuctl --context=admin ")
+        (sh.cwd / "cmpl-archive.tar.gz").write_text("")
+        line, _ = sh.complete("gpuctl restore cmpl-ar", tabs=1)
+        self.assertEqual(line, "gpuctl restore cmpl-archive.tar.gz ")
 
     def test_fish(self):
         sh = self.shell("fish")
@@ -207,13 +211,7 @@ class CompletionTest(h.TestCase):
         self.assertEqual(line, "gpuctl drain ")
         line, _ = sh.complete("gpuctl cordon cmpl-be", tabs=1)
         self.assertEqual(line, "gpuctl cordon cmpl-beta-0 ")
-        line, _ = sh.complete("gpuctl nodes --output=js", tabs=1)
-        self.assertEqual(line, "gpuctl nodes --output=json ")
-        line, _ = sh.complete("gpuctl --context=ad", tabs=1)
-        self.assertEqual(line, "gpuctl --context=admin ")
-        (sh.cwd / "cmpl-archive.tar.gz").write_text("")
-        line, _ = sh.complete("gpuctl restore cmpl-ar", tabs=1)
-        self.assertEqual(line, "gpuctl restore cmpl-archive.tar.gz ")
+        self.assert_values_contexts_and_files(sh)
 
     # --- an unreachable API server ----------------------------------------------------------------
 

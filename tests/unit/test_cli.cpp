@@ -7,6 +7,7 @@
 
 #include "app.hpp"
 #include "fakes/cli_harness.hpp"
+#include "gpuctl/util/strings.hpp"
 #include "usage_errors.hpp"
 
 using gpuctl::testing::CliHarness;
@@ -243,7 +244,7 @@ TEST_CASE("cli: help names the whole command and shows optional values as kubect
 }
 
 TEST_CASE("cli: closest_word takes typos, not other words", "[cli]") {
-  using gpuctl::cli::closest_word;
+  using gpuctl::util::closest_word;
   const std::vector<std::string> commands = {"nodes", "gpus", "drain", "jobs", "quota", "backup", "restore"};
   CHECK(closest_word("nodse", commands) == "nodes");
   CHECK(closest_word("gpu", commands) == "gpus");

@@ -9,6 +9,7 @@
 #include "app.hpp"
 #include "command_doc.hpp"
 #include "exit_code.hpp"
+#include "fakes/cli_tree.hpp"
 #include "fakes/fixtures.hpp"
 #include "usage_errors.hpp"
 
@@ -16,14 +17,7 @@ using namespace gpuctl::cli;
 
 namespace {
 
-// A command tree as gpuctl builds it, with its help record.
-struct Tree {
-  std::ostringstream out, err;
-  AppContext context{Streams{out, err}, Environment{}};
-  CLI::App app{"gpuctl", "gpuctl"};
-  bool version = false;
-  Tree() { configure_app(app, context, version); }
-};
+using Tree = gpuctl::testing::CliTree;
 
 void visit(const CLI::App* app, std::vector<const CLI::App*>& out) {
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App* a) { return !a->get_group().empty(); })) {

@@ -12,6 +12,7 @@
 #include "app.hpp"
 #include "completion.hpp"
 #include "fakes/cli_harness.hpp"
+#include "fakes/cli_tree.hpp"
 
 using namespace gpuctl::cli;
 using gpuctl::testing::CliHarness;
@@ -19,12 +20,7 @@ using gpuctl::testing::json_answer;
 
 namespace {
 
-struct Tree {
-  std::ostringstream out, err;
-  AppContext context{Streams{out, err}, Environment{}};
-  CLI::App app{"gpuctl", "gpuctl"};
-  bool version = false;
-  Tree() { configure_app(app, context, version); }
+struct Tree : gpuctl::testing::CliTree {
   CompletionAnalysis analyse(const std::vector<std::string>& words) {
     return analyse_completion(app, context.help(), words);
   }
