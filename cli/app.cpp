@@ -177,8 +177,7 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     // Help for the innermost selected subcommand, or the app.
-    const CLI::App* target = &app;
-    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+    const CLI::App* target = selected_command(app);
     // The usage line names the whole command: "Usage: gpuctl jobs clean [OPTIONS]".
     streams.out << target->help(target->get_parent() == nullptr ? "" : command_path(target->get_parent()));
     return static_cast<int>(ExitCode::ok);
@@ -186,8 +185,7 @@ int run_cli(int argc, const char* const* argv, Streams streams, Environment envi
     streams.out << app.help("", CLI::AppFormatMode::All);
     return static_cast<int>(ExitCode::ok);
   } catch (const CLI::ParseError& e) {
-    const CLI::App* target = &app;
-    while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+    const CLI::App* target = selected_command(app);
     streams.err << fmt::format("error: {} (see '{} --help')\n", usage_error_message(*target, e), command_path(target));
     return static_cast<int>(ExitCode::usage);
   }

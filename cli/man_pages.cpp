@@ -7,6 +7,7 @@
 #include "app.hpp"
 #include "exit_code.hpp"
 #include "gpuctl/build_info.hpp"
+#include "gpuctl/config/user_config.hpp"
 #include "usage_errors.hpp"
 
 namespace gpuctl::cli {
@@ -83,17 +84,19 @@ std::string environment_section() {
       {"NO_COLOR", "When set, no colors are used."},
       {"GPUCTL_CONFIG", "gpuctl's configuration file, instead of the default one; it must exist."},
       {"XDG_CONFIG_HOME", "When set, the configuration file is $XDG_CONFIG_HOME/gpuctl/config.yaml."},
-      {"GPUCTL_SSH_CONFIG",
-       "The ssh client configuration file when --ssh-config is not given. Each GPUCTL_SSH_ variable wins over the "
-       "configuration file and loses to its flag."},
-      {"GPUCTL_SSH_USER", "The user to log in as on the nodes when --ssh-user is not given."},
-      {"GPUCTL_SSH_PORT", "The nodes' sshd port when --ssh-port is not given."},
-      {"GPUCTL_SSH_IDENTITY", "The private key file when --ssh-identity is not given."},
-      {"GPUCTL_SSH_KNOWN_HOSTS", "A known-hosts file, passed as UserKnownHostsFile unless --ssh-option sets one."},
       {"XDG_CACHE_HOME", "Where completion keeps the names it read from the cluster (default ~/.cache)."},
   };
   std::string text = ".SH ENVIRONMENT\n";
   for (const auto& v : variables) text += fmt::format(".TP\n.B {}\n{}\n", v.name, roff(v.meaning));
+  // The settings' variables, from the table the config file and `config view` use.
+  for (const auto& spec : config::setting_specs()) {
+    if (spec.env.empty()) continue;
+    const std::string flag = spec.flag.empty() ? "" : fmt::format(", and loses to {}", spec.flag);
+    text += fmt::format(".TP\n.B {}\n{}\n", spec.env,
+                        roff(fmt::format("The default of the setting {} (see gpuctl config view): it wins over the "
+                                         "configuration file{}.",
+                                         spec.key, flag)));
+  }
   return text;
 }
 

@@ -53,15 +53,6 @@ const char* non_empty(const EnvLookup& env, const char* name) {
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
 
-bool has_option(const std::vector<std::string>& options, std::string_view key) {
-  return std::any_of(options.begin(), options.end(), [&](const std::string& o) {
-    if (o.size() <= key.size() || o[key.size()] != '=') return false;
-    return std::equal(key.begin(), key.end(), o.begin(), [](char a, char b) {
-      return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-    });
-  });
-}
-
 Result<int> port_from_environment(std::string_view text) {
   int port = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), port);
@@ -73,6 +64,15 @@ Result<int> port_from_environment(std::string_view text) {
 }
 
 }  // namespace
+
+bool has_ssh_option(const std::vector<std::string>& options, std::string_view key) {
+  return std::any_of(options.begin(), options.end(), [&](const std::string& o) {
+    if (o.size() <= key.size() || o[key.size()] != '=') return false;
+    return std::equal(key.begin(), key.end(), o.begin(), [](char a, char b) {
+      return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    });
+  });
+}
 
 std::string known_hosts_option(std::string_view path) {
   // ssh splits this option's value at blanks (several files); quotes keep a path with one whole.
@@ -87,7 +87,7 @@ Result<SshFlags> with_ssh_environment(SshFlags f, const EnvLookup& env) {
   if (const char* v = non_empty(env, "GPUCTL_SSH_PORT"); v && f.port == 0) {
     GPUCTL_TRY_ASSIGN(f.port, port_from_environment(v));
   }
-  if (const char* v = non_empty(env, "GPUCTL_SSH_KNOWN_HOSTS"); v && !has_option(f.options, "UserKnownHostsFile")) {
+  if (const char* v = non_empty(env, "GPUCTL_SSH_KNOWN_HOSTS"); v && !has_ssh_option(f.options, "UserKnownHostsFile")) {
     f.options.push_back(known_hosts_option(v));
   }
   return f;

@@ -40,6 +40,9 @@ using EnvLookup = std::function<const char*(const char*)>;
 // shell prepared once (`cluster.py env`, the sandbox) needs no --ssh-* flags on every command.
 Result<SshFlags> with_ssh_environment(SshFlags flags, const EnvLookup& env);
 
+// Whether one of the ssh -o KEY=VALUE options sets `key` (ssh reads keys case-insensitively).
+bool has_ssh_option(const std::vector<std::string>& options, std::string_view key);
+
 // The ssh -o option that names a known_hosts file, as GPUCTL_SSH_KNOWN_HOSTS and the config
 // file's ssh.knownHosts add it (quoted when the path holds a blank: ssh splits the value there).
 std::string known_hosts_option(std::string_view path);

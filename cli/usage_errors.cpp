@@ -85,6 +85,12 @@ std::string one_line(std::string text) {
   return text;
 }
 
+CLI::App* selected_command(CLI::App& root) {
+  CLI::App* target = &root;
+  while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
+  return target;
+}
+
 std::string command_path(const CLI::App* app) {
   std::string path;
   for (const CLI::App* a = app; a != nullptr; a = a->get_parent()) {

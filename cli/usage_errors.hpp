@@ -12,6 +12,9 @@ namespace gpuctl::cli {
 // CLI11 wraps its messages over several lines; gpuctl prints one line.
 std::string one_line(std::string text);
 
+// The innermost command the parsed line selected ("clean" of `gpuctl jobs clean`), or the root.
+CLI::App* selected_command(CLI::App& root);
+
 // "gpuctl jobs clean": the names from the root down to `app`.
 std::string command_path(const CLI::App* app);
 

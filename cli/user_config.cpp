@@ -5,18 +5,13 @@
 #include <fmt/format.h>
 
 #include "ssh_flags.hpp"
+#include "usage_errors.hpp"
 
 namespace gpuctl::cli {
 namespace {
 
 using config::EffectiveSetting;
 using config::Source;
-
-CLI::App* selected_command(CLI::App& app) {
-  CLI::App* target = &app;
-  while (!target->get_subcommands().empty()) target = target->get_subcommands().front();
-  return target;
-}
 
 CLI::Option* option_for(CLI::App& app, CLI::App& command, const config::SettingSpec& spec) {
   if (spec.flag.empty()) return nullptr;
@@ -28,14 +23,6 @@ std::string reason_of(const CLI::Error& e) {
   std::string what = e.what();
   auto colon = what.find(": ");
   return what.starts_with("-") && colon != std::string::npos ? what.substr(colon + 2) : what;
-}
-
-bool has_known_hosts(const std::vector<std::string>& options) {
-  return std::any_of(options.begin(), options.end(), [](const std::string& o) {
-    std::string key = o.substr(0, o.find('='));
-    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
-    return key == "userknownhostsfile";
-  });
 }
 
 // The kubeconfig context whose section applies: --context, else the kubeconfig's current one.
@@ -108,7 +95,7 @@ Result<void> apply_user_config(CLI::App& app, AppContext& ctx) {
     }
   }
   CLI::Option* options = command.get_option_no_throw("--ssh-option");
-  if (known_hosts != nullptr && options != nullptr && !has_known_hosts(options->results())) {
+  if (known_hosts != nullptr && options != nullptr && !has_ssh_option(options->results(), "UserKnownHostsFile")) {
     EffectiveSetting as_option = *known_hosts;
     as_option.value = {known_hosts_option(known_hosts->value.front())};
     GPUCTL_TRY(feed(*options, as_option, view.location->path));
