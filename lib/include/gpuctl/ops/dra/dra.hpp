@@ -103,8 +103,8 @@ struct DraClaim {
 
 struct DraDeviceClass {
   std::string name;
-  std::vector<std::string> selectors;   // CEL expressions
-  std::string extended_resource_name;   // spec.extendedResourceName, e.g. nvidia.com/gpu
+  std::vector<std::string> selectors;  // CEL expressions
+  std::string extended_resource_name;  // spec.extendedResourceName, e.g. nvidia.com/gpu
 };
 
 // What a DeviceTaintRule selects and the taint it adds. Selectors gpuctl cannot evaluate (CEL
@@ -129,7 +129,7 @@ struct DraPoolProblem {
 };
 
 struct DraInventory {
-  bool served = false;           // resource.k8s.io/v1 is served
+  bool served = false;             // resource.k8s.io/v1 is served
   std::string taint_rule_version;  // the version serving devicetaintrules ("" when none)
   std::vector<DraDevice> devices;  // sorted by node, driver, pool, name
   std::vector<DraClaim> claims;
