@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/client.hpp"
+#include "gpuctl/kube/discovery.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/backup/backup.hpp"
@@ -19,27 +20,6 @@ namespace gpuctl::ops {
 namespace {
 
 using json = nlohmann::json;
-
-// The version of an optional kind's group that serves it; "" when none does.
-Result<std::string> discover_version(kube::Client& client, const BackupKind& kind) {
-  auto group = client.get(kube::paths::group_discovery(kind.group));
-  if (!group) {
-    if (group.error().is_not_found()) return std::string();
-    return std::unexpected(group.error());
-  }
-  for (const auto& v : kube::array_field(*group, "versions")) {
-    const std::string group_version = kube::string_field(v, "groupVersion");
-    auto resources = client.get(kube::paths::group_version_discovery(group_version));
-    if (!resources) {
-      if (resources.error().is_not_found()) continue;
-      return std::unexpected(resources.error());
-    }
-    for (const auto& r : kube::array_field(*resources, "resources")) {
-      if (kube::string_field(r, "name") == kind.resource) return kube::string_field(v, "version");
-    }
-  }
-  return std::string();
-}
 
 std::string group_version_of(const BackupKind& kind, std::string_view version) {
   return kind.group.empty() ? std::string(version) : fmt::format("{}/{}", kind.group, version);
@@ -120,7 +100,7 @@ class Collector {
   Result<void> collect_kind(const BackupKind& kind) {
     std::string version(kind.version);
     if (kind.optional) {
-      GPUCTL_TRY_ASSIGN(version, discover_version(client_, kind));
+      GPUCTL_TRY_ASSIGN(version, kube::served_version(client_, kind.group, kind.resource));
       if (version.empty()) {
         out_.not_served.push_back(kind.folder());
         return {};
