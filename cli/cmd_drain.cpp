@@ -151,12 +151,18 @@ ExitCode render_plan(AppContext& ctx, const ops::DrainPlan& plan, OutputFormat f
                 : p.action == ops::PodAction::skip                                        ? Style::dim
                                                                                           : Style::plain;
       std::string room = "-";
-      if (p.gpu_pod && p.action != ops::PodAction::skip) {
+      if (p.dra_devices > 0 && p.action != ops::PodAction::skip) {
+        // DRA: the claims' devices, on one node that stays.
+        room = p.dra_fit == "fits"      ? fmt::format("yes (DRA devices on {})", p.dra_node)
+               : p.dra_fit == "unknown" ? fmt::format("unknown ({})", p.dra_message)
+                                        : fmt::format("NO ({})", p.dra_message);
+      } else if (p.gpu_pod && p.action != ops::PodAction::skip) {
         room = fmt::format("{} ({} free {})", p.fits_elsewhere ? "yes" : "NO", p.free_gpus_elsewhere,
                            p.product.empty() ? std::string("GPUs") : p.product);
       }
+      std::string gpus = p.dra_devices > 0 ? fmt::format("{} (DRA)", p.dra_devices) : std::to_string(p.gpus);
       t.add_row({n.node, p.ns + "/" + p.name, output::Cell(std::string(ops::to_string(p.action)), s),
-                 p.message.empty() ? std::string("-") : p.message, budget_cell(p), std::to_string(p.gpus), room});
+                 p.message.empty() ? std::string("-") : p.message, budget_cell(p), gpus, room});
     }
   }
   if (!t.empty()) out << t.render({true, ctx.color()});

@@ -79,6 +79,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
     GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *runner, options));
     if (progress) err << "\r\033[K" << std::flush;
     for (const auto& skipped : view.skipped) ctx.warn(skipped);
+    for (const auto& warning : view.warnings) ctx.warn(warning);
     if (!o.failed_hosts.empty()) GPUCTL_TRY(write_failed_hosts(o.failed_hosts, view));
     auto& out = ctx.streams().out;
     if (format == OutputFormat::json || format == OutputFormat::yaml) {

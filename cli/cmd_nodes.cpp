@@ -52,6 +52,39 @@ std::string taints_text(const ops::NodeGpuInfo& n, bool wide) {
 
 std::string or_none(const std::string& s) { return s.empty() ? "<none>" : s; }
 
+// "nvidia.com/mig-1g.5gb" -> "mig-1g.5gb"; a MIG-only node's several profiles as "mig-1g.5gb,+1".
+std::string short_resource(const std::string& name) {
+  std::vector<std::string> parts;
+  std::string_view rest = name;
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    std::string_view one = rest.substr(0, comma);
+    if (one.starts_with(ops::kNvidiaResourcePrefix)) one.remove_prefix(ops::kNvidiaResourcePrefix.size());
+    parts.emplace_back(one);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (parts.size() > 1) return fmt::format("{},+{}", parts[0], parts.size() - 1);
+  return parts.empty() ? std::string() : parts[0];
+}
+
+std::string source_text(const ops::NodeGpuInfo& n) {
+  if (!n.gpu_node) return "-";
+  if (n.source == ops::kSourceDra) return n.device_plugin_gpus ? "dra+plugin" : "dra";
+  return "plugin";
+}
+
+// wide: every taint of a DRA device, "gpu-1:gpu.nvidia.com/xid=79:NoSchedule".
+std::string device_taints_text(const ops::NodeGpuInfo& n) {
+  if (n.device_taints.empty()) return "<none>";
+  std::vector<std::string> parts;
+  for (const auto& d : n.device_taints) {
+    parts.push_back(d.taint.value.empty()
+                        ? fmt::format("{}:{}:{}", d.device, d.taint.key, d.taint.effect)
+                        : fmt::format("{}:{}={}:{}", d.device, d.taint.key, d.taint.value, d.taint.effect));
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
 std::string live_util(const ops::LiveSummary& l) {
   return l.utilization_percent ? fmt::format("{:.0f}%", *l.utilization_percent) : "-";
 }
@@ -61,10 +94,10 @@ std::string live_memory(const ops::LiveSummary& l) {
 
 std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOptions& o, bool color,
                        const LiveByNode& live) {
-  std::vector<std::string> headers = {"NAME", "STATUS", "PRODUCT",   "CAPACITY", "ALLOCATABLE",
-                                      "USED", "FREE",   "UNHEALTHY", "TAINTS",   "AGE"};
+  std::vector<std::string> headers = {"NAME",        "STATUS", "PRODUCT", "SOURCE",    "RESOURCE", "CAPACITY",
+                                      "ALLOCATABLE", "USED",   "FREE",    "UNHEALTHY", "TAINTS",   "AGE"};
   if (wide) {
-    for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"})
+    for (auto h : {"DRIVER", "CUDA", "MIG/OTHER", "DEVICE-TAINTS", "CONDITIONS", "INTERNAL-IP", "KUBELET", "CORDONED"})
       headers.emplace_back(h);
   }
   if (o.live) {
@@ -72,15 +105,20 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
   }
   output::Table table(headers);
   for (const auto& n : inv.nodes) {
+    // Whole GPUs, or what a node whose GPUs are all MIG-partitioned offers instead.
+    const ops::ResourceCount offered = n.offered();
+    const std::int64_t unhealthy = ops::NodeGpuInfo::unhealthy_of(offered);
     std::vector<Cell> row = {
         Cell(n.name),
         Cell(status_text(n), status_style(n)),
         Cell(or_none(n.product)),
-        Cell(std::to_string(n.gpus.capacity)),
-        Cell(std::to_string(n.gpus.allocatable)),
-        Cell(std::to_string(n.gpus.used)),
-        Cell(std::to_string(n.gpus.free()), n.gpu_node && n.gpus.free() == 0 ? Style::warn : Style::plain),
-        Cell(std::to_string(n.unhealthy()), n.unhealthy() > 0 ? Style::bad : Style::plain),
+        Cell(source_text(n), n.device_plugin_gpus ? Style::warn : Style::plain),
+        Cell(n.gpu_node ? short_resource(offered.name) : "-"),
+        Cell(std::to_string(offered.capacity)),
+        Cell(std::to_string(offered.allocatable)),
+        Cell(std::to_string(offered.used)),
+        Cell(std::to_string(offered.free()), n.gpu_node && offered.free() == 0 ? Style::warn : Style::plain),
+        Cell(std::to_string(unhealthy), unhealthy > 0 ? Style::bad : Style::plain),
         Cell(taints_text(n, wide)),
         Cell(util::human_duration(std::chrono::seconds(n.age_seconds))),
     };
@@ -99,6 +137,7 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
       row.emplace_back(or_none(n.driver_version));
       row.emplace_back(or_none(n.cuda_version));
       row.emplace_back(other.empty() ? "<none>" : fmt::format("{}", fmt::join(other, ",")));
+      row.emplace_back(device_taints_text(n));
       row.emplace_back(conditions.empty() ? Cell("<none>")
                                           : Cell(fmt::format("{}", fmt::join(conditions, ",")), Style::bad));
       row.emplace_back(or_none(n.internal_ip));
@@ -123,13 +162,14 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
   }
   std::string text = table.render({!o.no_headers, color});
   if (!o.no_headers && !inv.products.empty()) {
-    output::Table summary({"PRODUCT", "RESOURCE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
+    output::Table summary({"PRODUCT", "RESOURCE", "SOURCE", "NODES", "CAPACITY", "ALLOCATABLE", "USED", "FREE"});
     for (const auto& p : inv.products) {
-      std::string resource = p.resource.starts_with(ops::kNvidiaResourcePrefix)
-                                 ? p.resource.substr(ops::kNvidiaResourcePrefix.size())
-                                 : p.resource;
-      summary.add_row({or_none(p.product), resource, std::to_string(p.nodes), std::to_string(p.capacity),
-                       std::to_string(p.allocatable), std::to_string(p.used), std::to_string(p.free)});
+      std::string source = p.source == ops::kSourceDra            ? "dra"
+                           : p.source == ops::kSourceDevicePlugin ? "plugin"
+                                                                  : "plugin,dra";
+      summary.add_row({or_none(p.product), short_resource(p.resource), source, std::to_string(p.nodes),
+                       std::to_string(p.capacity), std::to_string(p.allocatable), std::to_string(p.used),
+                       std::to_string(p.free)});
     }
     text += "\n" + summary.render({true, color});
   }
@@ -150,6 +190,7 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(ops::NodeInventory inventory, ops::collect_node_inventory(*client, options));
   GPUCTL_TRY(ops::sort_nodes(inventory.nodes, o.sort_by));
   for (const auto& skipped : inventory.skipped) ctx.warn(skipped);
+  for (const auto& warning : inventory.warnings) ctx.warn(warning);
   LiveByNode live;
   bool all_answered = true;
   if (ssh) {

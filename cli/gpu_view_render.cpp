@@ -1,5 +1,7 @@
 #include "gpu_view_render.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "gpuctl/output/printable.hpp"
@@ -76,10 +78,32 @@ std::string percent_cell(const gpu::Reported<int>& percent, bool bars) {
   return fmt::format("{} {}%", bar(*percent / 100.0), *percent);
 }
 
+namespace {
+
+// The DRA devices standing for one GPU ("gpu-0", or its MIG devices) and the pods holding them,
+// "-" when none; "" pods when free.
+std::pair<std::string, std::string> dra_cells(const ops::NodeGpuView& v, const gpu::GpuInfo& g) {
+  auto devices = v.dra_devices_of(g.uuid ? *g.uuid : std::string());
+  if (devices.empty()) return {"-", "-"};
+  std::vector<std::string> names, pods;
+  for (const auto* h : devices) {
+    names.push_back(h->device.name);
+    pods.insert(pods.end(), h->pods.begin(), h->pods.end());
+  }
+  return {fmt::format("{}", fmt::join(names, ",")), pods.empty() ? "<free>" : fmt::format("{}", fmt::join(pods, ","))};
+}
+
+}  // namespace
+
 std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
   output::Table nodes(
       {"NODE", "STATUS", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
-  output::Table gpus({"NODE", "GPU", "NAME", "UTIL", "MEMORY", "TEMP", "POWER", "ECC-UNCORR", "PROCS", "BUS-ID"});
+  // Where GPUs are DRA devices, each GPU's device and the pods holding it, exactly.
+  bool dra = std::any_of(view.nodes.begin(), view.nodes.end(), [](const auto& v) { return !v.dra_devices.empty(); });
+  std::vector<std::string> gpu_headers = {"NODE", "GPU",   "NAME",       "UTIL",  "MEMORY",
+                                          "TEMP", "POWER", "ECC-UNCORR", "PROCS", "BUS-ID"};
+  if (dra) gpu_headers.insert(gpu_headers.end(), {"DRA-DEVICE", "POD"});
+  output::Table gpus(gpu_headers);
   for (const auto& v : view.nodes) {
     const auto* r = v.probe.report ? &*v.probe.report : nullptr;
     std::string answered = r ? fmt::format("{}", r->gpus.size()) : "-";
@@ -91,16 +115,36 @@ std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
                    Cell(pods_cell(v.pods))});
     if (!r) continue;
     for (const auto& g : r->gpus) {
-      gpus.add_row({Cell(v.kube.name), Cell(g.index >= 0 ? std::to_string(g.index) : "?"),
-                    Cell(or_dash(g.product_name)), Cell(percent_cell(g.utilization.gpu_percent, o.bars)),
-                    Cell(memory_cell(g.memory, o.bars)), Cell(or_dash(g.temperature.gpu_c, "C")),
-                    Cell(power_cell(g.power)), ecc_cell(g.ecc), Cell(std::to_string(g.processes.size())),
-                    Cell(or_dash(g.pci_bus_id))});
+      std::vector<Cell> row = {Cell(v.kube.name),
+                               Cell(g.index >= 0 ? std::to_string(g.index) : "?"),
+                               Cell(or_dash(g.product_name)),
+                               Cell(percent_cell(g.utilization.gpu_percent, o.bars)),
+                               Cell(memory_cell(g.memory, o.bars)),
+                               Cell(or_dash(g.temperature.gpu_c, "C")),
+                               Cell(power_cell(g.power)),
+                               ecc_cell(g.ecc),
+                               Cell(std::to_string(g.processes.size())),
+                               Cell(or_dash(g.pci_bus_id))};
+      if (dra) {
+        auto [device, pods] = dra_cells(v, g);
+        row.emplace_back(device);
+        row.emplace_back(pods);
+      }
+      gpus.add_row(std::move(row));
     }
     for (const auto& f : r->failed_gpus) {
-      gpus.add_row({Cell(v.kube.name), Cell(f.index >= 0 ? std::to_string(f.index) : "?"),
-                    Cell(std::string(gpu::to_string(f.failure.kind)), Style::bad), Cell("-"), Cell("-"), Cell("-"),
-                    Cell("-"), Cell("-"), Cell("-"), Cell(or_dash(f.pci_bus_id))});
+      std::vector<Cell> row = {Cell(v.kube.name),
+                               Cell(f.index >= 0 ? std::to_string(f.index) : "?"),
+                               Cell(std::string(gpu::to_string(f.failure.kind)), Style::bad),
+                               Cell("-"),
+                               Cell("-"),
+                               Cell("-"),
+                               Cell("-"),
+                               Cell("-"),
+                               Cell("-"),
+                               Cell(or_dash(f.pci_bus_id))};
+      if (dra) row.insert(row.end(), {Cell("-"), Cell("-")});
+      gpus.add_row(std::move(row));
     }
   }
   std::string text = nodes.render({o.headers, o.color});

@@ -183,12 +183,14 @@ class NodesTest(h.TestCase):
         r = h.gpuctl("nodes", "-l", SELECTOR)
         self.assertEqual(r.rc, 0, r.stderr)
         lines = r.stdout.splitlines()
-        self.assertEqual(lines[0].split(), ["NAME", "STATUS", "PRODUCT", "CAPACITY", "ALLOCATABLE", "USED", "FREE",
-                                            "UNHEALTHY", "TAINTS", "AGE"])
+        self.assertEqual(lines[0].split(), ["NAME", "STATUS", "PRODUCT", "SOURCE", "RESOURCE", "CAPACITY",
+                                            "ALLOCATABLE", "USED", "FREE", "UNHEALTHY", "TAINTS", "AGE"])
         rows = {l.split()[0]: l.split() for l in lines[1:] if l.startswith("ne-")}
         self.assertEqual(rows["ne-a100-1"][1], "Ready,SchedulingDisabled")
-        self.assertEqual(rows["ne-v100-1"][3:8], ["4", "2", "1", "1", "2"])
-        self.assertEqual(rows["ne-t4-0"][8], "nvidia.com/gpu:NoSchedule")
+        self.assertEqual(rows["ne-v100-1"][3:10], ["plugin", "gpu", "4", "2", "1", "1", "2"])
+        self.assertEqual(rows["ne-t4-0"][10], "nvidia.com/gpu:NoSchedule")
+        # Every GPU of ne-a100-0 is MIG-partitioned: the default view shows its MIG devices, not 0 0 0 0.
+        self.assertEqual(rows["ne-a100-0"][3:10], ["plugin", "mig-3g.20gb", "16", "16", "5", "11", "0"])
         self.assertIn("PRODUCT", [l.split()[0] for l in lines if l], "the product summary follows the table")
         w = h.gpuctl("nodes", "-l", SELECTOR, "-o", "wide")
         self.assertEqual(w.rc, 0, w.stderr)
@@ -206,7 +208,11 @@ class NodesTest(h.TestCase):
         r = h.gpuctl("nodes", "-l", SELECTOR, "-o", "name", "--sort-by", "free")
         self.assertEqual(r.rc, 0, r.stderr)
         ordered = [l.split("/", 1)[1] for l in r.stdout.split()]
-        frees = {i["name"]: i["gpus"]["free"] for i in self.nodes_json()["items"]}
+        # What the table counts: whole GPUs, or a node whose GPUs are all MIG-partitioned its MIG devices.
+        def offered_free(i):
+            migs = [r for r in i["resources"] if r["name"].startswith("nvidia.com/mig-")]
+            return sum(r["free"] for r in migs) if i["gpus"]["capacity"] == 0 and migs else i["gpus"]["free"]
+        frees = {i["name"]: offered_free(i) for i in self.nodes_json()["items"]}
         self.assertEqual([frees[n] for n in ordered], sorted(frees[n] for n in ordered))
 
     def test_yaml_is_the_same_document(self):

@@ -46,6 +46,15 @@ class FakeTransport : public kube::Transport {
     return *this;
   }
 
+  // A cluster without Dynamic Resource Allocation: the readers that look for resource.k8s.io/v1
+  // (nodes, gpus, drain) are told 404, `times` times.
+  FakeTransport& serves_no_dra(int times = 4) {
+    for (int i = 0; i < times; ++i) {
+      on("GET", "/apis/resource.k8s.io/v1", FakeAnswer{404, R"({"kind":"Status","code":404})", {}, false});
+    }
+    return *this;
+  }
+
   Result<kube::HttpResponse> send(const kube::HttpRequest& request) override {
     std::lock_guard guard(mutex_);
     requests_.push_back(request);

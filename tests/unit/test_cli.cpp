@@ -32,6 +32,7 @@ json node(const std::string& name, int gpus, const std::string& product) {
 }
 
 void script_inventory(CliHarness& h) {
+  h.fake().serves_no_dra(1);
   h.fake().on(
       "GET", "/api/v1/nodes",
       json_answer(200,
@@ -54,14 +55,14 @@ TEST_CASE("cli::run_cli nodes renders the table and the product summary", "[cli]
   REQUIRE(r.exit_code == 0);
   CHECK(r.err.empty());
   // a-node sorts first; 8 capacity, 3 used, 5 free
-  CHECK(r.out.find("NAME     STATUS   PRODUCT                 CAPACITY   ALLOCATABLE   USED   FREE   UNHEALTHY   "
-                   "TAINTS   AGE") == 0);
-  CHECK(r.out.find(
-            "a-node   Ready    NVIDIA-H100-80GB-HBM3   8          8             3      5      0           <none>") !=
+  CHECK(r.out.find("NAME     STATUS   PRODUCT                 SOURCE   RESOURCE   CAPACITY   ALLOCATABLE   USED   "
+                   "FREE   UNHEALTHY   TAINTS   AGE") == 0);
+  CHECK(
+      r.out.find("a-node   Ready    NVIDIA-H100-80GB-HBM3   plugin   gpu        8          8             3      5      "
+                 "0           <none>") != std::string::npos);
+  CHECK(r.out.find("PRODUCT                 RESOURCE   SOURCE   NODES   CAPACITY   ALLOCATABLE   USED   FREE") !=
         std::string::npos);
-  CHECK(r.out.find("PRODUCT                 RESOURCE   NODES   CAPACITY   ALLOCATABLE   USED   FREE") !=
-        std::string::npos);
-  CHECK(r.out.find("Tesla-T4                gpu        1       4          4             0      4") !=
+  CHECK(r.out.find("Tesla-T4                gpu        plugin   1       4          4             0      4") !=
         std::string::npos);
   CHECK(h.fake().unexpected().empty());
 }

@@ -110,6 +110,7 @@ TEST_CASE("config cli: output and requestTimeout from the file, where the comman
   h.set_env("GPUCTL_CONFIG", f.path);
   h.fake().on("GET", "/api/v1/nodes", testing::json_answer(200, kEmptyList));
   h.fake().on("GET", "/api/v1/pods", testing::json_answer(200, kEmptyList));
+  h.fake().serves_no_dra();
   auto nodes = h.run({"nodes"});
   INFO(nodes.err);
   REQUIRE(nodes.exit_code == 0);

@@ -46,7 +46,8 @@ TEST_CASE("cli: drain --dry-run -o json prints the plan and writes nothing", "[d
       .on("GET", "/apis/policy/v1/poddisruptionbudgets", json_answer(200, list_of({})))
       .on("GET", "/api/v1/pods", json_answer(200, list_of({pod})), "fieldSelector=spec.nodeName%3Dn1")
       .on("GET", "/api/v1/nodes", json_answer(200, list_of({node("n1")}, "5", "NodeList")))
-      .on("GET", "/api/v1/pods", json_answer(200, list_of({pod})), "fieldSelector=spec.nodeName%21%3D");
+      .on("GET", "/api/v1/pods", json_answer(200, list_of({pod})), "fieldSelector=spec.nodeName%21%3D")
+      .serves_no_dra();
   auto r = h.run({"drain", "n1", "--dry-run", "-o", "json"});
   REQUIRE(r.exit_code == 0);
   json plan = json::parse(r.out);

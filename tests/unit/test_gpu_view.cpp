@@ -89,6 +89,7 @@ struct Fleet {
       fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), node_pods_selector(name));
     ssh.on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));
     ssh.on("10.0.0.2", testing::ssh_failed("ssh: connect to host 10.0.0.2 port 22: Connection timed out\n"));
+    fc.fake->serves_no_dra();
   }
 };
 
@@ -173,6 +174,7 @@ TEST_CASE("collect_gpu_view fails on a refused pod list before reaching any host
 TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound pods, kept only for them",
           "[gpus][ssh]") {
   testing::FakeClient fc;
+  fc.fake->serves_no_dra();
   testing::FakeSshRunner ssh;
   json nodes = json::array();
   json pods = json::array();
@@ -202,6 +204,7 @@ TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound po
 
 TEST_CASE("a small share of a large cluster is read node by node, whatever the number of nodes", "[gpus][ssh]") {
   testing::FakeClient fc;
+  fc.fake->serves_no_dra();
   testing::FakeSshRunner ssh;
   json nodes = json::array();
   ops::GpuViewOptions options;
@@ -254,6 +257,7 @@ TEST_CASE("a named non-GPU node is probed all the same, and a host's broken outp
 TEST_CASE("gpuctl gpus and nodes --live reach the nodes through the environment's runner with the flags' settings",
           "[gpus][ssh][cli]") {
   testing::CliHarness cli;
+  cli.fake().serves_no_dra();
   cli.fake().on("GET", "/api/v1/nodes", json_answer(200, list_of({node("gpu-a", "10.0.0.1", 2)}).dump()));
   cli.fake().on("GET", "/api/v1/pods", json_answer(200, list_of(json::array()).dump()), node_pods_selector("gpu-a"));
   cli.ssh().on("10.0.0.1", testing::remote_ran(healthy_2070_transcript()));

@@ -227,7 +227,8 @@ TEST_CASE("ops::build_node_inventory reports MIG resources, taints, conditions a
   CHECK(out["summary"][0]["resource"] == "nvidia.com/mig-1g.5gb");
 }
 
-TEST_CASE("ops::collect_node_inventory uses two paginated lists whatever the cluster size", "[nodes]") {
+TEST_CASE("ops::collect_node_inventory uses two paginated lists and one discovery whatever the cluster size",
+          "[nodes]") {
   gpuctl::testing::FakeClient fc;
   json nodes_page1 = {{"metadata", {{"continue", "n2"}}}, {"items", json::array({gpu_node("a", 2, 2)})}};
   json nodes_page2 = {{"metadata", {{"continue", ""}}}, {"items", json::array({gpu_node("b", 2, 2)})}};
@@ -238,12 +239,14 @@ TEST_CASE("ops::collect_node_inventory uses two paginated lists whatever the clu
            "labelSelector=pool%3Dgpu&limit=500")
       .on("GET", "/api/v1/nodes", gpuctl::testing::json_answer(200, nodes_page2.dump()), "continue=n2")
       .on("GET", "/api/v1/pods", gpuctl::testing::json_answer(200, pods_page.dump()),
-          "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed");
+          "fieldSelector=spec.nodeName%21%3D%2Cstatus.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed")
+      // DRA's discovery: not served here (tests/unit/test_nodes_dra.cpp has the clusters that do).
+      .on("GET", "/apis/resource.k8s.io/v1", gpuctl::testing::json_answer(404, R"({"kind":"Status","code":404})"));
   auto inv = gpuctl::ops::collect_node_inventory(*fc.client, {"pool=gpu", false, false});
   REQUIRE(inv);
   REQUIRE(inv->nodes.size() == 2);
   CHECK(inv->nodes[1].gpus.used == 1);
-  CHECK(fc.fake->requests().size() == 3);
+  CHECK(fc.fake->requests().size() == 4);
   CHECK(fc.fake->unexpected().empty());
 }
 

@@ -95,7 +95,8 @@ TEST_CASE("cli: nodes and jobs with a wrongly typed object name it, list the res
   json empty_pods = {{"apiVersion", "v1"}, {"kind", "PodList"}, {"metadata", json::object()}, {"items", json::array()}};
   h.fake()
       .on("GET", "/api/v1/nodes", json_answer(200, list_of({node("g-0"), bad})))
-      .on("GET", "/api/v1/pods", json_answer(200, empty_pods.dump()));
+      .on("GET", "/api/v1/pods", json_answer(200, empty_pods.dump()))
+      .serves_no_dra();
   auto r = h.run({"nodes"});
   CHECK(r.exit_code == 1);
   CHECK(r.out.find("g-0") != std::string::npos);

@@ -152,14 +152,23 @@ Result<DrainPlan> plan_drain(kube::Client& client, const std::vector<json>& node
     GPUCTL_TRY_ASSIGN(std::vector<json> pods, drain_detail::pods_on(client, kube::name_of(n), pod_selector));
     GPUCTL_TRY_ASSIGN(auto missing, drain_detail::missing_daemonsets(client, pods));
     in.missing_daemonsets.insert(in.missing_daemonsets.end(), missing.begin(), missing.end());
-    any_gpu = any_gpu || std::any_of(pods.begin(), pods.end(), [](const json& p) { return requests_gpus(p); }) ||
-              is_gpu_node(n);
+    // A pod's GPUs are extended resources or DRA devices through its claims.
+    any_gpu =
+        any_gpu ||
+        std::any_of(pods.begin(), pods.end(),
+                    [](const json& p) {
+                      return requests_gpus(p) || !kube::array_field(kube::field(p, "spec"), "resourceClaims").empty();
+                    }) ||
+        is_gpu_node(n);
     in.pods.push_back(std::move(pods));
   }
   if (any_gpu) {
     NodeInventoryOptions io;
     io.include_non_gpu_nodes = true;
-    GPUCTL_TRY_ASSIGN(in.inventory, collect_node_inventory(client, io));
+    // Room for pods holding DRA devices: the same objects the inventory counted from.
+    DraInventory dra;
+    GPUCTL_TRY_ASSIGN(in.inventory, collect_node_inventory(client, io, &dra));
+    if (dra.served) in.dra = std::move(dra);
   }
   return build_drain_plan(in, policy, std::chrono::system_clock::now());
 }

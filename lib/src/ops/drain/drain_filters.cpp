@@ -209,6 +209,16 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
     }
   }
   std::map<std::string, std::int64_t> taken;  // GPUs already promised to moved pods, per product
+  DraRoom dra_room;
+  if (in.dra && in.inventory) {
+    dra_room.dra = &*in.dra;
+    for (const auto& n : in.inventory->nodes) {
+      if (!draining.count(n.name) && n.schedulable && n.readiness == "Ready") dra_room.staying_nodes.insert(n.name);
+    }
+    for (const auto& d : in.dra->devices) {
+      if (!d.node.empty()) dra_room.devices_by_node[d.node].push_back(&d);
+    }
+  }
   for (std::size_t i = 0; i < in.nodes.size(); ++i) {
     NodePlan np;
     np.node = kube::name_of(in.nodes[i]);
@@ -244,7 +254,8 @@ DrainPlan build_drain_plan(const PlanInputs& in, const DrainPolicy& policy, std:
           pp.message = describe_budget(pp.pdbs[0]);
         }
       }
-      if (pp.gpu_pod && in.inventory && pp.action != PodAction::skip) {
+      if (pp.action != PodAction::skip) plan_dra_move(pp, dra_room);
+      if (pp.gpu_pod && pp.dra_devices == 0 && in.inventory && pp.action != PodAction::skip) {
         pp.product = product_of_node[np.node];
         pp.free_gpus_elsewhere = kube::saturating_sub(free_by_product[pp.product], taken[pp.product]);
         pp.fits_elsewhere = pp.free_gpus_elsewhere >= pp.gpus;
@@ -282,7 +293,14 @@ json to_json(const DrainPlan& plan) {
       json pod = {{"namespace", p.ns},   {"name", p.name},       {"action", std::string(to_string(p.action))},
                   {"reason", p.reason},  {"message", p.message}, {"pdbs", pdbs},
                   {"gpuPod", p.gpu_pod}, {"gpus", p.gpus}};
-      if (p.gpu_pod && !p.product.empty()) {
+      if (p.dra_devices > 0) {
+        pod["moveTo"] = {{"dra",
+                          {{"devices", p.dra_devices},
+                           {"fit", p.dra_fit},
+                           {"node", p.dra_node.empty() ? json(nullptr) : json(p.dra_node)},
+                           {"message", p.dra_message.empty() ? json(nullptr) : json(p.dra_message)}}},
+                         {"fits", p.dra_fit == "fits"}};
+      } else if (p.gpu_pod && !p.product.empty()) {
         pod["moveTo"] = {
             {"product", p.product}, {"freeGpusElsewhere", p.free_gpus_elsewhere}, {"fits", p.fits_elsewhere}};
       } else if (p.gpu_pod) {

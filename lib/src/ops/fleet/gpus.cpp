@@ -248,15 +248,25 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     return read;
   });
   if (first_answer.get()) return fail(pods_read.get().error());
+  // The DRA devices and their claims, for the GPU -> claim -> pod join, also while the probe runs.
+  auto dra_read = std::async(std::launch::async, [&client, wanted = options.dra]() -> Result<DraInventory> {
+    if (!wanted) return DraInventory{};
+    DraReadOptions dra_options;
+    dra_options.classes = false;
+    return collect_dra(client, dra_options);
+  });
   auto probed = probe_nodes(runner, probe_targets(chosen, options.address_rule), options.probe);
   GPUCTL_TRY_ASSIGN(ChosenPods pods, pods_read.get());
+  GPUCTL_TRY_ASSIGN(DraInventory dra, dra_read.get());
   GPUCTL_TRY(probed);
   std::vector<NodeProbe>& probes = *probed;
 
   for (auto& s : pods.skipped) view.skipped.push_back(std::move(s));
-  NodeInventory inventory = build_node_inventory(chosen, pods.pods, true, std::chrono::system_clock::now());
+  NodeInventory inventory = build_node_inventory(chosen, pods.pods, true, std::chrono::system_clock::now(), &dra);
   for (auto& s : inventory.skipped) view.skipped.push_back(std::move(s));
+  view.warnings = std::move(inventory.warnings);
   std::map<std::string, std::vector<GpuPod>> pods_by_node = gpu_pods_by_node(pods.pods);
+  std::map<std::string, std::vector<DraDeviceHolding>> holdings = dra_holdings_by_node(dra);
 
   // One row per node: what Kubernetes says, the GPU pods there, and what the probe found.
   std::map<std::string, NodeProbe*> probe_by_node;
@@ -265,6 +275,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     NodeGpuView v;
     v.pods = pods_by_node[info.name];
     v.probe = *probe_by_node[info.name];
+    v.dra_devices = std::move(holdings[info.name]);
     v.kube = std::move(info);
     view.nodes.push_back(std::move(v));
   }
@@ -319,17 +330,41 @@ json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSum
   return doc;
 }
 
+json to_json(const DraDeviceHolding& h) {
+  json j = {{"device", h.device.name},
+            {"type", to_string(h.device.type)},
+            {"uuid", h.device.uuid.empty() ? json(nullptr) : json(h.device.uuid)},
+            {"profile", h.device.profile.empty() ? json(nullptr) : json(h.device.profile)},
+            {"unhealthy", h.device.unhealthy()},
+            {"claim", nullptr},
+            {"pods", h.pods}};
+  if (!h.claim_name.empty()) {
+    j["claim"] = {{"namespace", h.claim_namespace}, {"name", h.claim_name}, {"extendedResource", h.extended_resource}};
+  }
+  return j;
+}
+
 json to_json(const GpuView& view) {
   json items = json::array();
   for (const auto& v : view.nodes) {
     json pods = json::array();
     for (const auto& p : v.pods)
       pods.push_back({{"namespace", p.namespace_name}, {"name", p.name}, {"resources", p.resources}});
+    json dra_devices = json::array();
+    for (const auto& h : v.dra_devices) dra_devices.push_back(to_json(h));
     json gpus = json::array();
     json failed_gpus = json::array();
     json driver = nullptr, cuda = nullptr;
     if (v.probe.report) {
-      for (const auto& g : v.probe.report->gpus) gpus.push_back(g);
+      for (const auto& g : v.probe.report->gpus) {
+        json gpu = g;
+        // Which DRA device this GPU is, and which claim and pods hold it (null: not a DRA GPU).
+        auto devices = v.dra_devices_of(g.uuid ? *g.uuid : std::string());
+        json dra = json::array();
+        for (const auto* h : devices) dra.push_back(to_json(*h));
+        gpu["dra"] = devices.empty() ? json(nullptr) : dra;
+        gpus.push_back(std::move(gpu));
+      }
       for (const auto& f : v.probe.report->failed_gpus) failed_gpus.push_back(f);
       if (v.probe.report->driver_version) driver = *v.probe.report->driver_version;
       if (v.probe.report->cuda_version) cuda = *v.probe.report->cuda_version;
@@ -345,7 +380,9 @@ json to_json(const GpuView& view) {
                        {"allocatable", v.kube.gpus.allocatable},
                        {"used", v.kube.gpus.used},
                        {"free", v.kube.gpus.free()},
+                       {"source", v.kube.source},
                        {"pods", pods}}},
+                     {"draDevices", dra_devices},
                      {"driverVersion", driver},
                      {"cudaVersion", cuda},
                      {"gpus", gpus},

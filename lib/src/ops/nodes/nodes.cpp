@@ -4,6 +4,7 @@
 #include <functional>
 #include <future>
 #include <map>
+#include <set>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
 #include "gpuctl/util/time.hpp"
+#include "nodes_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -60,6 +62,7 @@ bool is_problem_condition(const kube::NodeCondition& c) {
 struct NodeUse {
   kube::ResourceList requested;
   std::int64_t gpu_pods = 0;
+  std::set<std::string> gpu_pod_keys;  // "namespace/name", joined with the DRA claims' pods on DRA nodes
 };
 
 // node name -> what its pods request of nvidia.com/*, folded in pod by pod (page by page when
@@ -86,7 +89,9 @@ struct PodTally {
       u.requested[name] += q;
       if (!q.is_zero()) holds_gpu = true;
     }
-    if (holds_gpu) ++u.gpu_pods;
+    if (!holds_gpu) return;
+    ++u.gpu_pods;
+    u.gpu_pod_keys.insert(kube::namespace_of(pod) + "/" + kube::name_of(pod));
   }
 };
 
@@ -154,6 +159,12 @@ using ProductRows = std::map<std::pair<std::string, std::string>, ProductSummary
 void add_to_products(const NodeGpuInfo& info, ProductRows& products) {
   auto add = [&](const ResourceCount& rc) {
     ProductSummary& p = products[{info.product, rc.name}];
+    // A product served by both mechanisms on different nodes: one row, both named.
+    if (p.nodes > 0 && p.source != rc.source && p.source.find(rc.source) == std::string::npos) {
+      p.source = fmt::format("{},{}", kSourceDevicePlugin, kSourceDra);
+    } else if (p.nodes == 0) {
+      p.source = rc.source;
+    }
     p.product = info.product;
     p.resource = rc.name;
     ++p.nodes;
@@ -184,9 +195,14 @@ std::vector<ProductSummary> product_summaries(ProductRows& products) {
 namespace {
 
 NodeInventory inventory_from(const std::vector<json>& nodes, PodTally tally, bool include_non_gpu_nodes,
-                             std::chrono::system_clock::time_point now) {
+                             std::chrono::system_clock::time_point now, const DraInventory* dra) {
   NodeInventory inventory;
   inventory.skipped = std::move(tally.skipped);
+  std::unordered_map<std::string, nodes_internal::DraNodeFacts> dra_facts;
+  if (dra) {
+    dra_facts = nodes_internal::dra_facts_by_node(*dra);
+    inventory.warnings = dra->warnings;
+  }
   ProductRows products;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const json& node = nodes[i];
@@ -194,9 +210,13 @@ NodeInventory inventory_from(const std::vector<json>& nodes, PodTally tally, boo
       inventory.skipped.push_back(fmt::format("{} skipped: {}", kube::object_label("node", node, i), problem));
       continue;
     }
-    bool gpu_node = is_gpu_node(node);
+    auto facts = dra_facts.find(kube::name_of(node));
+    bool dra_node = facts != dra_facts.end() && !facts->second.counts.empty();
+    bool gpu_node = dra_node || is_gpu_node(node);
     if (!gpu_node && !include_non_gpu_nodes) continue;
-    NodeGpuInfo info = node_info(node, gpu_node, tally.use[kube::name_of(node)], now);
+    const NodeUse& use = tally.use[kube::name_of(node)];
+    NodeGpuInfo info = node_info(node, gpu_node, use, now);
+    if (facts != dra_facts.end()) nodes_internal::apply_dra(info, std::move(facts->second), use.gpu_pod_keys);
     if (gpu_node) add_to_products(info, products);
     inventory.nodes.push_back(std::move(info));
   }
@@ -220,13 +240,15 @@ const kube::Projection& inventory_node_fields() {
 const kube::Projection& inventory_pod_fields() { return kube::pod_request_fields(); }
 
 NodeInventory build_node_inventory(const std::vector<json>& nodes, const std::vector<json>& pods,
-                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now) {
+                                   bool include_non_gpu_nodes, std::chrono::system_clock::time_point now,
+                                   const DraInventory* dra) {
   PodTally tally;
   for (const json& pod : pods) tally.add(pod);
-  return inventory_from(nodes, std::move(tally), include_non_gpu_nodes, now);
+  return inventory_from(nodes, std::move(tally), include_non_gpu_nodes, now, dra);
 }
 
-Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options) {
+Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInventoryOptions& options,
+                                             DraInventory* dra_out) {
   // The nodes are read on a second thread while the pods are: the API server encodes both lists
   // at once (at 5,000 nodes the node list is a fifth of its work), where one after the other
   // left a core idle.
@@ -236,6 +258,14 @@ Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInv
   node_list.fields = inventory_node_fields();
   auto nodes_read =
       std::async(std::launch::async, [&client, node_list] { return client.list(kube::paths::nodes(), node_list); });
+  // The DRA objects (discovery, then slices, claims, classes and taint rules) meanwhile.
+  DraReadOptions dra_options;
+  dra_options.from_cache = options.from_cache;
+  auto dra_read =
+      std::async(std::launch::async, [&client, dra_options, wanted = options.dra]() -> Result<DraInventory> {
+        if (!wanted) return DraInventory{};
+        return collect_dra(client, dra_options);
+      });
 
   // Only pods that hold resources: bound to a node and not finished. The server filters; each
   // page is folded into the per-node counts as it arrives, so memory holds one page of pods.
@@ -254,9 +284,14 @@ Result<NodeInventory> collect_node_inventory(kube::Client& client, const NodeInv
   Result<kube::ListSummary> pods_read = client.list_pages(kube::paths::pods(), pod_list, sink);
 
   // The node list's error first: it is what a one-list tool would have said.
+  auto dra = dra_read.get();
   GPUCTL_TRY_ASSIGN(kube::ListResult nodes, nodes_read.get());
   GPUCTL_TRY(pods_read);
-  return inventory_from(nodes.items, std::move(tally), options.include_non_gpu_nodes, std::chrono::system_clock::now());
+  GPUCTL_TRY(dra);
+  NodeInventory inventory = inventory_from(nodes.items, std::move(tally), options.include_non_gpu_nodes,
+                                           std::chrono::system_clock::now(), &*dra);
+  if (dra_out) *dra_out = std::move(*dra);
+  return inventory;
 }
 
 const std::vector<std::string_view>& node_sort_keys() {
@@ -271,11 +306,15 @@ Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key) {
       {"name", [](const auto& a, const auto& b) { return a.name < b.name; }},
       {"status", [](const auto& a, const auto& b) { return a.readiness < b.readiness; }},
       {"product", [](const auto& a, const auto& b) { return a.product < b.product; }},
-      {"capacity", [](const auto& a, const auto& b) { return a.gpus.capacity < b.gpus.capacity; }},
-      {"allocatable", [](const auto& a, const auto& b) { return a.gpus.allocatable < b.gpus.allocatable; }},
-      {"used", [](const auto& a, const auto& b) { return a.gpus.used < b.gpus.used; }},
-      {"free", [](const auto& a, const auto& b) { return a.gpus.free() < b.gpus.free(); }},
-      {"unhealthy", [](const auto& a, const auto& b) { return a.unhealthy() < b.unhealthy(); }},
+      // What the table shows: whole GPUs, or a MIG-only node's partitions.
+      {"capacity", [](const auto& a, const auto& b) { return a.offered().capacity < b.offered().capacity; }},
+      {"allocatable", [](const auto& a, const auto& b) { return a.offered().allocatable < b.offered().allocatable; }},
+      {"used", [](const auto& a, const auto& b) { return a.offered().used < b.offered().used; }},
+      {"free", [](const auto& a, const auto& b) { return a.offered().free() < b.offered().free(); }},
+      {"unhealthy",
+       [](const auto& a, const auto& b) {
+         return NodeGpuInfo::unhealthy_of(a.offered()) < NodeGpuInfo::unhealthy_of(b.offered());
+       }},
       // Oldest first, as kubectl's --sort-by=.metadata.creationTimestamp.
       {"age", [](const auto& a, const auto& b) { return a.age_seconds > b.age_seconds; }},
   };
@@ -291,10 +330,12 @@ Result<void> sort_nodes(std::vector<NodeGpuInfo>& nodes, std::string_view key) {
 namespace {
 json to_json(const ResourceCount& rc) {
   return {{"name", rc.name},
+          {"source", rc.source},
           {"capacity", rc.capacity},
           {"allocatable", rc.allocatable},
           {"used", rc.used},
-          {"free", rc.free()}};
+          {"free", rc.free()},
+          {"unhealthy", NodeGpuInfo::unhealthy_of(rc)}};
 }
 json string_or_null(const std::string& s) { return s.empty() ? json(nullptr) : json(s); }
 }  // namespace
@@ -310,6 +351,14 @@ json to_json(const NodeInventory& inventory) {
     }
     json resources = json::array();
     for (const auto& r : n.other_resources) resources.push_back(to_json(r));
+    json device_taints = json::array();
+    for (const auto& d : n.device_taints) {
+      device_taints.push_back({{"device", d.device},
+                               {"key", d.taint.key},
+                               {"value", d.taint.value},
+                               {"effect", d.taint.effect},
+                               {"rule", string_or_null(d.taint.rule)}});
+    }
     json cordon = nullptr;
     if (n.cordon) cordon = {{"reason", n.cordon->reason}, {"by", n.cordon->by}, {"at", n.cordon->at}};
     items.push_back({
@@ -325,6 +374,9 @@ json to_json(const NodeInventory& inventory) {
           {"used", n.gpus.used},
           {"free", n.gpus.free()},
           {"unhealthy", n.unhealthy()}}},
+        {"source", n.source},
+        {"devicePluginGpus", n.device_plugin_gpus ? to_json(*n.device_plugin_gpus) : json(nullptr)},
+        {"deviceTaints", device_taints},
         {"resources", resources},
         {"gpuPods", n.gpu_pods},
         {"taints", taints},
@@ -342,6 +394,7 @@ json to_json(const NodeInventory& inventory) {
   for (const auto& p : inventory.products) {
     summary.push_back({{"product", string_or_null(p.product)},
                        {"resource", p.resource},
+                       {"source", p.source},
                        {"nodes", p.nodes},
                        {"capacity", p.capacity},
                        {"allocatable", p.allocatable},

@@ -63,7 +63,7 @@ struct DraDevice {
   bool unhealthy() const;  // a blocking taint
   // The attribute's value in `domain` (an unqualified name in the slice belongs to the driver's
   // domain), as the JSON of its typed field; nullptr when absent.
-  const nlohmann::json* attribute(std::string_view domain, std::string_view name) const;
+  const nlohmann::json* attribute(std::string_view domain, std::string_view attribute_name) const;
 };
 
 // Device identity: (driver, pool, device), as an allocation result names it.
@@ -117,6 +117,8 @@ struct DraTaintRule {
   std::string device_class;
   std::vector<std::string> selectors;
   DraDeviceTaint taint;
+  std::int64_t devices_matched = 0;  // devices of the inventory it taints
+  std::string unresolved;            // why some devices could not be judged (a CEL form gpuctl does not evaluate)
 };
 
 // A pool that does not count: some of its slices of the newest generation are missing, or two
@@ -139,6 +141,10 @@ struct DraInventory {
   // Lists that could not be read (a 403 on resourceclaims): the counts they feed are incomplete.
   std::vector<std::string> warnings;
 
+  // Allocated device -> index of the claim holding it in `claims`; build_dra_inventory fills it
+  // (and index_claims after claims change), so holder() stays cheap at 40,000 devices.
+  std::map<DraDeviceId, std::size_t> claim_of_device;
+  void index_claims();
   // The claim holding a device, or nullptr.
   const DraClaim* holder(const DraDeviceId& id) const;
 };

@@ -10,8 +10,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/nodes/node_admin.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 
@@ -121,6 +124,13 @@ struct PodPlan {
   std::string product;
   std::int64_t free_gpus_elsewhere = 0;
   bool fits_elsewhere = true;
+  // Pods holding DRA devices through their claims: whether every claim's requests could be
+  // allocated again on one node that stays (free, untainted devices its classes and selectors
+  // match). dra_fit is "fits", "no-room" or "unknown" (a selector gpuctl cannot evaluate).
+  std::int64_t dra_devices = 0;
+  std::string dra_fit;
+  std::string dra_node;     // where it would fit
+  std::string dra_message;  // why not, or what could not be judged
 };
 
 struct NodePlan {
@@ -140,8 +150,19 @@ struct PlanInputs {
   std::vector<std::vector<nlohmann::json>> pods;                        // pods on each, same order
   std::vector<nlohmann::json> pdbs;                                     // every PDB
   std::optional<NodeInventory> inventory;                               // for room elsewhere; nullopt: not checked
+  std::optional<DraInventory> dra;                                      // DRA devices and claims, where served
   std::vector<std::pair<std::string, std::string>> missing_daemonsets;  // (ns, name) that do not exist
 };
+
+// Pure: room for a pod's DRA claims on the nodes that stay, each device promised once across the
+// pods of one plan (`promised` holds "driver/pool/device" keys). Sets dra_* of `pod`.
+struct DraRoom {
+  const DraInventory* dra = nullptr;
+  std::set<std::string> staying_nodes;                                   // schedulable, Ready, not drained
+  std::map<std::string, std::vector<const DraDevice*>> devices_by_node;  // of `dra`, node-local ones
+  std::set<std::string> promised;
+};
+void plan_dra_move(PodPlan& pod, DraRoom& room);
 
 // Pure: what a drain would do with every pod.
 DrainPlan build_drain_plan(const PlanInputs& inputs, const DrainPolicy& policy,

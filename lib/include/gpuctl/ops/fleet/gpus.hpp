@@ -15,6 +15,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/gpu/probe.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ssh/runner.hpp"
 #include "gpuctl/ssh/ssh.hpp"
@@ -83,11 +84,29 @@ struct GpuPod {
   std::map<std::string, std::int64_t> resources;  // nvidia.com/gpu: 2
 };
 
+// A DRA device of the node and who holds it: the claim and the pods it is reserved for. Joined
+// with the live GPUs by UUID (a MIG device by its parent's UUID), this says which pod has which
+// GPU, exactly, which the device plugin cannot tell.
+struct DraDeviceHolding {
+  DraDevice device;
+  std::string claim_namespace;  // "" when free
+  std::string claim_name;
+  bool extended_resource = false;  // the scheduler's claim for a plain nvidia.com/gpu request
+  std::vector<std::string> pods;   // "namespace/name"
+};
+
 struct NodeGpuView {
   NodeGpuInfo kube;  // Kubernetes' view: product, allocatable, used, ...
   std::vector<GpuPod> pods;
   NodeProbe probe;
+  std::vector<DraDeviceHolding> dra_devices;  // NVIDIA's DRA devices on the node, by name
+
+  // The devices standing for one live GPU: the whole GPU with that UUID, or its MIG partitions.
+  std::vector<const DraDeviceHolding*> dra_devices_of(std::string_view gpu_uuid) const;
 };
+
+// Pure: each node's DRA devices with their holders, by node name.
+std::map<std::string, std::vector<DraDeviceHolding>> dra_holdings_by_node(const DraInventory& dra);
 
 struct GpuView {
   std::vector<NodeGpuView> nodes;  // by name
@@ -95,6 +114,7 @@ struct GpuView {
   // Nodes and pods left out because a field had the wrong type ("node/x skipped: ..."): named
   // on stderr, exit 1, the other nodes probed as usual.
   std::vector<std::string> skipped;
+  std::vector<std::string> warnings;  // DRA lists that could not be read (forbidden)
 };
 
 // How `gpus` reads the pods of the chosen nodes: up to kPerNodePodListMax nodes, or at most a
@@ -110,9 +130,11 @@ struct GpuViewOptions {
   std::string label_selector;
   ssh::AddressRule address_rule;
   ProbeOptions probe;
+  bool dra = true;  // read ResourceSlices and ResourceClaims where served, to say which pod has which GPU
 };
 
-// Two paginated lists (nodes, bound pods), then the fan-out through `runner`. Names that are not
+// Two paginated lists (nodes, bound pods) and the DRA objects where served, then the fan-out
+// through `runner`. Names that are not
 // nodes are an error naming them (nothing is probed); nodes that are not GPU nodes are probed
 // all the same when named.
 Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options);
@@ -133,6 +155,8 @@ nlohmann::json to_json(const LiveSummary& live);
 // `gpuctl nodes --live -o json|yaml`: the inventory's schema (GPUNodeList) with each item's
 // "live" set to its node's summary, or null for a node that was not probed (not a GPU node).
 nlohmann::json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live);
+
+nlohmann::json to_json(const DraDeviceHolding& holding);
 
 // The stable schema: apiVersion gpuctl.io/v1alpha1, kind GPUList.
 nlohmann::json to_json(const GpuView& view);
