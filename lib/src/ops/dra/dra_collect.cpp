@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/client.hpp"
-#include "gpuctl/kube/discovery.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/dra/dra.hpp"
@@ -22,6 +21,9 @@ struct Served {
   std::string taint_rule_version;
 };
 
+// resource.k8s.io/v1's resources (one GET; 404: no DRA here), then, only when v1 does not serve
+// devicetaintrules, the group's other versions, preferred first, until one does (v1beta2 in 1.36,
+// v1alpha3 before).
 Result<Served> discover(kube::Client& client) {
   Served served;
   auto v1 = client.get(kube::paths::group_version_discovery(kResourceApiVersion));
@@ -30,11 +32,29 @@ Result<Served> discover(kube::Client& client) {
     return std::unexpected(v1.error());
   }
   served.v1 = true;
-  for (const auto& r : kube::array_field(*v1, "resources")) {
-    if (kube::string_field(r, "name") == "devicetaintrules") served.taint_rule_version = "v1";
+  auto serves_rules = [](const json& resources) {
+    for (const auto& r : kube::array_field(resources, "resources")) {
+      if (kube::string_field(r, "name") == "devicetaintrules") return true;
+    }
+    return false;
+  };
+  if (serves_rules(*v1)) {
+    served.taint_rule_version = "v1";
+    return served;
   }
-  if (served.taint_rule_version.empty()) {
-    GPUCTL_TRY_ASSIGN(served.taint_rule_version, kube::served_version(client, kResourceApiGroup, "devicetaintrules"));
+  GPUCTL_TRY_ASSIGN(json group, client.get(kube::paths::group_discovery(kResourceApiGroup)));
+  for (const auto& v : kube::array_field(group, "versions")) {
+    std::string version = kube::string_field(v, "version");
+    if (version == "v1") continue;
+    auto resources = client.get(kube::paths::group_version_discovery(kube::string_field(v, "groupVersion")));
+    if (!resources) {
+      if (resources.error().is_not_found()) continue;
+      return std::unexpected(resources.error());
+    }
+    if (serves_rules(*resources)) {
+      served.taint_rule_version = version;
+      break;
+    }
   }
   return served;
 }
@@ -48,7 +68,7 @@ Result<Items> read_list(kube::Client& client, const std::string& path, const kub
   auto listed = client.list(path, options);
   if (!listed) {
     if (listed.error().is_forbidden()) {
-      warnings.push_back(fmt::format("{} could not be listed (forbidden): {}", what, listed.error().message));
+      warnings.emplace_back(what);
       return Items{};
     }
     return std::unexpected(listed.error());
@@ -95,8 +115,13 @@ Result<DraInventory> collect_dra(kube::Client& client, const DraReadOptions& opt
   GPUCTL_TRY(rules);
   DraInventory inventory = build_dra_inventory(*slices_read, *claims_read, *classes_read, *rules);
   inventory.taint_rule_version = served.taint_rule_version;
-  for (auto* w : {&w_slices, &w_claims, &w_classes, &w_rules}) {
-    inventory.warnings.insert(inventory.warnings.end(), w->begin(), w->end());
+  std::vector<std::string> refused;
+  for (auto* w : {&w_slices, &w_claims, &w_classes, &w_rules}) refused.insert(refused.end(), w->begin(), w->end());
+  if (!refused.empty()) {
+    // One line, as a read-only identity without rights on resource.k8s.io sees it every time.
+    inventory.warnings.push_back(
+        fmt::format("DRA objects not read ({} forbidden): GPUs published through DRA are left out of these counts",
+                    fmt::join(refused, ", ")));
   }
   return inventory;
 }
