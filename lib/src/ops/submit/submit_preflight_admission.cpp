@@ -271,6 +271,8 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
   }
   counted.emplace_back("pods", Quantity::from_int(1));
   counted.emplace_back("count/pods", Quantity::from_int(1));
+  // A claim is no pod: quota scopes never select it, so only unscoped quotas count its keys.
+  const auto device_keys = device_quota_keys(input);
 
   for (const auto& quota : input.quotas) {
     const std::string name = object_name(quota, ns);
@@ -286,11 +288,15 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
                                                   name, key, it->second.to_string(), resource, ns)));
       }
     }
+    const bool scoped =
+        !field(field(quota, "spec"), "scopes").empty() || !field(field(quota, "spec"), "scopeSelector").is_null();
     if (quota_applies(quota, spec) != Applies::yes) continue;
+    auto keys = counted;
+    if (!scoped) keys.insert(keys.end(), device_keys.begin(), device_keys.end());
 
     const json& status_used = field(field(quota, "status"), "used");
     const ResourceList used = kube::parse_resource_list(status_used);
-    for (const auto& [key, each] : counted) {
+    for (const auto& [key, each] : keys) {
       auto h = hard.find(key);
       if (h == hard.end()) continue;
       auto u = used.find(key);
@@ -304,8 +310,11 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
       if (each > left) {
         out.push_back(
             refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
-                                        "the API server would refuse its pods",
-                                        name, h->second.to_string(), key, u->second.to_string(), each.to_string())));
+                                        "the API server would refuse {}",
+                                        name, h->second.to_string(), key, u->second.to_string(), each.to_string(),
+                                        key.find(".resource.k8s.io") == std::string::npos
+                                            ? "its pods"
+                                            : "the ResourceClaims of its pods, which then wait in Pending")));
       } else if (pods > 1 && times(each, pods) > left) {
         out.push_back(
             refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, the job's {} pods ask for {} each ({}): "
