@@ -35,8 +35,13 @@ std::optional<std::int64_t> integer_of(const json& v) {
   return q->value();
 }
 
+// nvidia.com/gpu, the other extended resources, the DRA device classes, the claim count.
 bool is_gpu_first(const QuotaResourceUsage& a, const QuotaResourceUsage& b) {
-  auto rank = [](const QuotaResourceUsage& r) { return r.resource == kGpuResource ? 0 : 1; };
+  auto rank = [](const QuotaResourceUsage& r) {
+    if (r.resource == kGpuResource) return 0;
+    if (!r.device_class.empty()) return 2;
+    return r.resource == kResourceClaimsQuotaKey ? 3 : 1;
+  };
   return std::make_tuple(rank(a), a.resource, !a.enforced, a.key) <
          std::make_tuple(rank(b), b.resource, !b.enforced, b.key);
 }
@@ -58,6 +63,7 @@ GpuQuota read_quota(const json& quota) {
     if (!k) continue;
     QuotaResourceUsage r;
     r.resource = k->resource;
+    r.device_class = k->device_class;
     r.key = key;
     r.enforced = k->enforced;
     r.hard = integer_of(value).value_or(0);
@@ -110,6 +116,7 @@ bool job_no_longer_held(const json* job, const std::string& event_uid) {
 
 json usage_json(const QuotaResourceUsage& r) {
   return {{"resource", r.resource},
+          {"deviceClass", r.device_class.empty() ? json(nullptr) : json(r.device_class)},
           {"key", r.key},
           {"enforced", r.enforced},
           {"hard", r.hard},
@@ -134,9 +141,28 @@ std::string_view denial_kind_name(AdmissionDenialKind k) {
 
 }  // namespace
 
+std::string device_class_quota_key(std::string_view device_class) {
+  return std::string(device_class) + std::string(kDeviceClassQuotaSuffix);
+}
+
 std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key) {
   GpuQuotaKey k;
   k.key = std::string(key);
+  // DRA: counted per ResourceClaim, enforced as written. Only NVIDIA's classes are GPUs.
+  if (key == kResourceClaimsQuotaKey) {
+    k.resource = k.key;
+    k.enforced = true;
+    k.resource_claims = true;
+    return k;
+  }
+  if (key.ends_with(kDeviceClassQuotaSuffix)) {
+    std::string_view device_class = key.substr(0, key.size() - kDeviceClassQuotaSuffix.size());
+    if (!device_class.ends_with("nvidia.com")) return std::nullopt;
+    k.resource = k.key;
+    k.enforced = true;
+    k.device_class = std::string(device_class);
+    return k;
+  }
   std::string_view resource = key;
   if (resource.starts_with(kRequestsPrefix)) {
     resource.remove_prefix(kRequestsPrefix.size());
