@@ -1,10 +1,11 @@
 #pragma once
 // The pieces of the CEL subset evaluator (dra_cel*.cpp); not part of the library's interface.
-// dra_cel_parse.cpp turns the text into a tree, dra_cel.cpp evaluates the tree against one
-// device, dra_cel_text.cpp holds what works on strings (the regex subset, semantic versions,
-// CEL string literals). Everything is bounded: the text by kMaxCelLength, the tree's depth by
-// kMaxCelDepth, and the character work of one evaluation by kMaxCelSteps, so a hostile selector
-// or a hostile attribute value costs milliseconds and never the stack.
+// dra_cel_lex.cpp and dra_cel_parse.cpp turn the text into a tree, dra_cel.cpp evaluates the
+// tree against one device (with dra_cel_functions.cpp), dra_cel_text.cpp holds what works on
+// strings (the regex subset, semantic versions, CEL string literals). Everything is bounded: the
+// text by kMaxCelLength, the tree's depth by kMaxCelDepth, and the character work of one
+// evaluation by kMaxCelSteps, so a hostile selector or a hostile attribute value costs
+// milliseconds and never the stack.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,18 @@ inline constexpr std::size_t kMaxCelDepth = 64;
 // Character comparisons and copies one evaluation may spend (contains, matches, lowerAscii on
 // long attribute values); past it the verdict is unsupported.
 inline constexpr std::size_t kMaxCelSteps = 10'000'000;
+
+struct Token {
+  enum class Kind { end, identifier, integer, string, punct };
+  Kind kind = Kind::end;
+  std::string text;  // identifier, decoded string, operator
+  std::uint64_t magnitude = 0;
+  std::size_t pos = 0;
+};
+
+// The tokens, the last one `end`; invalid_argument naming what is outside the subset (floats,
+// uints, bytes, triple-quoted strings, operators the subset lacks) or malformed.
+Result<std::vector<Token>> lex_cel(std::string_view expression);
 
 struct Node {
   enum class Kind {
