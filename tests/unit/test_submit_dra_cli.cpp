@@ -4,10 +4,12 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/cli_harness.hpp"
+#include "fakes/dra_objects.hpp"
 
 using gpuctl::testing::CliHarness;
 using gpuctl::testing::json_answer;
 using json = nlohmann::json;
+namespace dra = gpuctl::testing::dra;
 
 namespace {
 
@@ -29,28 +31,10 @@ json node(const std::string& name) {
 json gpu_slice(const std::string& node_name, const std::string& product, int gpus) {
   json devices = json::array();
   for (int i = 0; i < gpus; ++i) {
-    devices.push_back({{"name", "gpu-" + std::to_string(i)},
-                       {"attributes", {{"type", {{"string", "gpu"}}}, {"productName", {{"string", product}}}}}});
+    std::string name = "gpu-" + std::to_string(i);
+    devices.push_back(dra::gpu_device(name, "GPU-" + node_name + "-" + name, product));
   }
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceSlice"},
-          {"metadata", {{"name", node_name + "-slice"}}},
-          {"spec",
-           {{"driver", "gpu.nvidia.com"},
-            {"nodeName", node_name},
-            {"pool", {{"name", node_name}, {"generation", 1}, {"resourceSliceCount", 1}}},
-            {"devices", devices}}}};
-}
-
-json gpu_class() {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", "gpu.nvidia.com"}}},
-          {"spec",
-           {{"selectors", json::array({{{"cel",
-                                         {{"expression",
-                                           "device.driver == 'gpu.nvidia.com' && "
-                                           "device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}}})}}}};
+  return dra::slice(node_name, devices);
 }
 
 // A cluster whose GPUs are DRA devices only: two nodes with two A100s each, no nvidia.com/gpu.
@@ -70,7 +54,8 @@ void serve_dra_cluster(CliHarness& h) {
                                  gpu_slice("dra-b", "NVIDIA A100-SXM4-80GB", 2)})
                                .dump()))
       .on("GET", "/apis/resource.k8s.io/v1/resourceclaims", json_answer(200, list({}).dump()))
-      .on("GET", "/apis/resource.k8s.io/v1/deviceclasses", json_answer(200, list({gpu_class()}).dump()))
+      .on("GET", "/apis/resource.k8s.io/v1/deviceclasses",
+          json_answer(200, list({dra::device_class("gpu.nvidia.com", "gpu")}).dump()))
       .on("GET", "/apis/resource.k8s.io/v1/devicetaintrules", json_answer(200, list({}).dump()))
       .on("GET", "/api/v1/pods", json_answer(200, list({}).dump()))
       .on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({}).dump()))

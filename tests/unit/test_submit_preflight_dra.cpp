@@ -4,6 +4,7 @@
 // ResourceClaim and DeviceClass objects as the API serves them (build_dra_inventory).
 #include <catch2/catch.hpp>
 
+#include "fakes/dra_objects.hpp"
 #include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
@@ -12,65 +13,30 @@
 using namespace gpuctl;
 using namespace gpuctl::testing::preflight;
 using ops::FindingSeverity;
+namespace dra = gpuctl::testing::dra;
 
 namespace {
 
 const std::string kA100Dra = "NVIDIA A100-SXM4-80GB";  // as the DRA driver names it
-const std::string kGpuClassSelector =
-    "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'";
 
-json gpu_device(const std::string& name, const std::string& product, json taints = nullptr) {
-  json d = {
-      {"name", name},
-      {"attributes",
-       {{"type", {{"string", "gpu"}}}, {"uuid", {{"string", "GPU-" + name}}}, {"productName", {{"string", product}}}}},
-      {"capacity", {{"memory", {{"value", "80Gi"}}}}}};
-  if (!taints.is_null()) d["taints"] = std::move(taints);
-  return d;
-}
-
-json slice(const std::string& node, json devices) {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceSlice"},
-          {"metadata", {{"name", node + "-gpu.nvidia.com"}}},
-          {"spec",
-           {{"driver", "gpu.nvidia.com"},
-            {"nodeName", node},
-            {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
-            {"devices", std::move(devices)}}}};
+json gpu_device(const std::string& name, const std::string& product, json taints = json::array()) {
+  return dra::gpu_device(name, "GPU-" + name, product, std::move(taints));
 }
 
 json allocated_claim(const std::string& name, const std::string& node, const std::string& device) {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceClaim"},
-          {"metadata", {{"name", name}, {"namespace", "other"}}},
-          {"spec",
-           {{"devices",
-             {{"requests",
-               json::array(
-                   {{{"name", "gpus"},
-                     {"exactly",
-                      {{"deviceClassName", "gpu.nvidia.com"}, {"allocationMode", "ExactCount"}, {"count", 1}}}}})}}}}},
-          {"status",
-           {{"allocation",
-             {{"devices",
-               {{"results",
-                 json::array(
-                     {{{"request", "gpus"}, {"driver", "gpu.nvidia.com"}, {"pool", node}, {"device", device}}})}}}}},
-            {"reservedFor", json::array({{{"resource", "pods"}, {"name", name + "-pod"}, {"uid", "u-" + name}}})}}}};
+  return dra::claim("other", name, node, json::array({device}), name + "-pod");
 }
 
-json device_class(const std::string& selector = kGpuClassSelector) {
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", "gpu.nvidia.com"}}},
-          {"spec", {{"selectors", json::array({{{"cel", {{"expression", selector}}}}})}}}};
+json device_class(const std::string& selector = "") {
+  json c = dra::device_class("gpu.nvidia.com", "gpu");
+  if (!selector.empty()) c["spec"]["selectors"][0]["cel"]["expression"] = selector;
+  return c;
 }
 
 // Two nodes with two A100s each.
 std::vector<json> two_by_two() {
-  return {slice("dra-a", json::array({gpu_device("gpu-0", kA100Dra), gpu_device("gpu-1", kA100Dra)})),
-          slice("dra-b", json::array({gpu_device("gpu-0", kA100Dra), gpu_device("gpu-1", kA100Dra)}))};
+  return {dra::slice("dra-a", json::array({gpu_device("gpu-0", kA100Dra), gpu_device("gpu-1", kA100Dra)})),
+          dra::slice("dra-b", json::array({gpu_device("gpu-0", kA100Dra), gpu_device("gpu-1", kA100Dra)}))};
 }
 
 struct Setup {
@@ -140,10 +106,11 @@ TEST_CASE("submit_preflight_dra: a claim fits when one node holds its devices", 
 
 TEST_CASE("submit_preflight_dra: tainted devices and unschedulable nodes do not count", "[preflight]") {
   Setup s;
-  json taint = json::array({{{"key", "gpu.nvidia.com/xid"}, {"value", "48"}, {"effect", "NoSchedule"}}});
-  json none_taint = json::array({{{"key", "gpu.nvidia.com/unmonitored"}, {"effect", "None"}}});
-  s.slices = {slice("dra-a", json::array({gpu_device("gpu-0", kA100Dra, taint), gpu_device("gpu-1", kA100Dra)})),
-              slice("dra-b", json::array({gpu_device("gpu-0", kA100Dra, none_taint), gpu_device("gpu-1", kA100Dra)}))};
+  json taint = json::array({dra::device_taint("gpu.nvidia.com/xid", "48", "NoSchedule")});
+  json none_taint = json::array({dra::device_taint("gpu.nvidia.com/unmonitored", "", "None")});
+  s.slices = {
+      dra::slice("dra-a", json::array({gpu_device("gpu-0", kA100Dra, taint), gpu_device("gpu-1", kA100Dra)})),
+      dra::slice("dra-b", json::array({gpu_device("gpu-0", kA100Dra, none_taint), gpu_device("gpu-1", kA100Dra)}))};
   s.nodes = {gpu_node("dra-a", "", 0), cordoned(gpu_node("dra-b", "", 0))};
   auto found = ops::check_device_capacity(input_for(s));
   REQUIRE(found.size() == 1);
@@ -155,8 +122,7 @@ TEST_CASE("submit_preflight_dra: tainted devices and unschedulable nodes do not 
   CHECK(ops::check_device_capacity(input_for(s)).empty());
 }
 
-TEST_CASE("submit_preflight_dra: a product no device of the class is, named with what the class has",
-          "[preflight]") {
+TEST_CASE("submit_preflight_dra: a product no device of the class is, named with what the class has", "[preflight]") {
   Setup s;
   s.gpu_type = "H100";
   auto found = ops::check_device_capacity(input_for(s));
@@ -199,8 +165,7 @@ TEST_CASE("submit_preflight_dra: allocated devices exist but are busy now", "[pr
   CHECK(ops::check_device_free_now(unreadable).empty());
 }
 
-TEST_CASE("submit_preflight_dra: a selector outside the subset makes it cannot-count, never a refusal",
-          "[preflight]") {
+TEST_CASE("submit_preflight_dra: a selector outside the subset makes it cannot-count, never a refusal", "[preflight]") {
   Setup s;
   s.gpus = 3;
   s.classes = {device_class("cel.bind(d, device.attributes['gpu.nvidia.com'], d.type == 'gpu')")};
