@@ -199,6 +199,18 @@ TEST_CASE("submit_preflight_dra: quota counts the claim's devices and the claim 
   s.quotas = {quota({{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "0"}},
                     {{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "0"}}, json::array({"NotTerminating"}))};
   CHECK(ops::check_quota(input_for(s)).empty());
+  // A class that serves nvidia.com/gpu has its claims counted under requests.nvidia.com/gpu too
+  // (measured on the local control plane: "exceeded quota ... requested: requests.nvidia.com/gpu=2").
+  s.parallelism = 1;
+  s.classes = {dra::device_class("gpu.nvidia.com", "gpu", "nvidia.com/gpu")};
+  s.quotas = {quota({{"requests.nvidia.com/gpu", "3"}}, {{"requests.nvidia.com/gpu", "2"}})};
+  auto mapped = ops::check_quota(input_for(s));
+  REQUIRE(mapped.size() == 1);
+  CHECK(mapped[0].message ==
+        "quota team-a/dra allows 3 requests.nvidia.com/gpu, 2 in use, each pod of this job asks for 2; the API "
+        "server would refuse the ResourceClaims of its pods, which then wait in Pending");
+  s.classes = {device_class()};
+  CHECK(ops::check_quota(input_for(s)).empty());  // an unmapped class: the claim is not counted there
   // Room enough: nothing.
   s.quotas = {quota({{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "8"}},
                     {{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "2"}})};

@@ -111,8 +111,18 @@ std::vector<std::pair<std::string, kube::Quantity>> device_quota_keys(const Pref
   if (input.claim_template.is_null()) return {};
   auto request = read_template_request(input.claim_template);
   if (!request) return {};
-  return {{request->device_class + ".deviceclass.resource.k8s.io/devices", kube::Quantity::from_int(request->count)},
-          {"count/resourceclaims.resource.k8s.io", kube::Quantity::from_int(1)}};
+  std::vector<std::pair<std::string, kube::Quantity>> keys = {
+      {request->device_class + ".deviceclass.resource.k8s.io/devices", kube::Quantity::from_int(request->count)},
+      {"count/resourceclaims.resource.k8s.io", kube::Quantity::from_int(1)}};
+  // A class that serves an extended resource (DRAExtendedResource) has its claims counted under
+  // requests.<that resource> too: the API server refuses the claim on that key as well.
+  if (input.dra) {
+    for (const auto& c : input.dra->classes) {
+      if (c.name == request->device_class && !c.extended_resource_name.empty())
+        keys.emplace_back("requests." + c.extended_resource_name, kube::Quantity::from_int(request->count));
+    }
+  }
+  return keys;
 }
 
 std::vector<PreflightFinding> check_device_capacity(const PreflightInput& input) {

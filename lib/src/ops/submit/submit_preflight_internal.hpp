@@ -44,8 +44,9 @@ PreflightFinding warning(std::string_view check, std::string message);
 }  // namespace gpuctl::ops::preflight_detail
 
 namespace gpuctl::ops {
-// The quota keys a pod of a job claiming DRA devices is counted under, with the amount per pod
-// (<class>.deviceclass.resource.k8s.io/devices: the claim's count; count/resourceclaims: 1);
-// none without a claim template.
+// The quota keys the claim of a pod of a job claiming DRA devices is counted under, with the
+// amount per pod (<class>.deviceclass.resource.k8s.io/devices: the claim's count;
+// count/resourceclaims: 1; requests.<extendedResourceName> of the class, when it has one: the
+// count); none without a claim template.
 std::vector<std::pair<std::string, kube::Quantity>> device_quota_keys(const PreflightInput& input);
 }  // namespace gpuctl::ops

@@ -95,10 +95,11 @@ std::vector<PreflightFinding> check_device_free_now(const PreflightInput& input)
 // used + concurrent pods * per pod > hard. Missing status.used: warning (not counted yet).
 // Keys Kubernetes never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) for a resource the pod
 // asks for: warning. A job claiming DRA devices is also counted, per pod, under
-// <class>.deviceclass.resource.k8s.io/devices (the claim's count) and
-// count/resourceclaims.resource.k8s.io (one claim), in quotas without scopes (scopes select
-// pods, and claims are no pods). PriorityClass-scoped quotas are skipped when the pod names no priority
-// class (the cluster's globalDefault class, unknown here, may apply); unknown scopes are skipped.
+// <class>.deviceclass.resource.k8s.io/devices (the claim's count),
+// count/resourceclaims.resource.k8s.io (one claim) and, for a class with an extendedResourceName,
+// requests.<that resource> (the claim's count, as DRAExtendedResource counts it), in quotas without scopes (scopes
+// select pods, and claims are no pods). PriorityClass-scoped quotas are skipped when the pod names no priority class
+// (the cluster's globalDefault class, unknown here, may apply); unknown scopes are skipped.
 std::vector<PreflightFinding> check_quota(const PreflightInput& input);
 // limit-range (refusal): LimitRange max/min for nvidia.com/* per Container and per Pod, as the
 // LimitRanger admission plugin applies them; a Container default that would give a GPU to a
