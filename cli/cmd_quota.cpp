@@ -9,13 +9,12 @@
 #include "gpuctl/output/printable.hpp"
 #include "gpuctl/output/table.hpp"
 #include "output_format.hpp"
+#include "quota_table.hpp"
 
 namespace gpuctl::cli {
 namespace {
 
 using json = nlohmann::json;
-using output::Cell;
-using output::Style;
 
 struct QuotaOptions {
   bool all_namespaces = false;
@@ -29,6 +28,9 @@ struct QuotaSetOptions {
   std::string max_per_pod;
   bool max_per_pod_given = false;
   std::vector<std::string> resources;
+  std::vector<std::string> devices;
+  std::string claims;
+  bool claims_given = false;
   std::string dry_run;
   std::string output;
 };
@@ -47,99 +49,6 @@ struct QuotaFixOptions {
 std::string lower(std::string s) {
   for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
-}
-
-std::string short_resource(const std::string& r) {
-  return r.starts_with(ops::kNvidiaResourcePrefix) ? r.substr(ops::kNvidiaResourcePrefix.size()) : r;
-}
-
-// "[######----]": used of hard in ten steps.
-Cell usage_bar(std::int64_t used, std::int64_t hard) {
-  constexpr int kWidth = 10;
-  int filled = hard <= 0 ? (used > 0 ? kWidth : 0)
-                         : static_cast<int>(std::min<std::int64_t>(kWidth, (used * kWidth + hard - 1) / hard));
-  std::string bar = "[" + std::string(static_cast<std::size_t>(filled), '#') +
-                    std::string(static_cast<std::size_t>(kWidth - filled), '-') + "]";
-  Style style = used > hard ? Style::bad : used == hard && hard > 0 ? Style::warn : Style::plain;
-  return Cell(bar, style);
-}
-
-std::string max_text(const ops::NamespaceQuotaView& v, const std::string& resource) {
-  auto m = v.max_per_pod(resource);
-  if (!m) return "-";
-  return m->type == "Pod" ? std::to_string(m->max) : fmt::format("{}/container", m->max);
-}
-
-std::string quota_table(const ops::GpuQuotaList& list, bool wide, bool headers, bool color) {
-  std::vector<std::string> columns = {"NAMESPACE", "QUOTA", "RESOURCE", "USED",     "HARD",
-                                      "FREE",      "USAGE", "MAX/POD",  "HELD-BACK"};
-  if (wide) {
-    columns.emplace_back("SCOPED");
-    columns.emplace_back("MANAGED-BY");
-  }
-  output::Table table(columns);
-  for (const auto& v : list.items) {
-    const std::string held = std::to_string(v.held_back.size());
-    const Style held_style = v.held_back.empty() ? Style::plain : Style::warn;
-    auto requested = [&](const std::string& r) {
-      auto it = v.requested.find(r);
-      return it == v.requested.end() ? std::int64_t{0} : it->second;
-    };
-    for (const auto& q : v.quotas) {
-      for (const auto& r : q.resources) {
-        std::vector<Cell> row = {v.namespace_name, q.name, short_resource(r.resource)};
-        if (!r.enforced) {
-          row.insert(row.end(), {std::to_string(requested(r.resource)), std::to_string(r.hard), "-",
-                                 Cell("NOT ENFORCED (" + r.key + ")", Style::bad)});
-        } else if (!r.used) {
-          row.insert(row.end(), {"?", std::to_string(r.hard), "?", Cell("not counted yet", Style::dim)});
-        } else {
-          row.insert(row.end(), {std::to_string(*r.used), std::to_string(r.hard), std::to_string(*r.free()),
-                                 usage_bar(*r.used, r.hard)});
-        }
-        row.emplace_back(max_text(v, r.resource));
-        row.emplace_back(held, held_style);
-        if (wide) {
-          row.emplace_back(q.scoped ? "yes" : "no");
-          row.emplace_back(q.managed_by_gpuctl ? "gpuctl" : "-");
-        }
-        table.add_row(std::move(row));
-      }
-    }
-    if (v.quotas.empty()) {
-      std::map<std::string, std::int64_t> shown = v.requested;
-      if (shown.empty()) shown[std::string(ops::kGpuResource)] = 0;
-      for (const auto& [resource, n] : shown) {
-        std::vector<Cell> row = {v.namespace_name,
-                                 "<none>",
-                                 short_resource(resource),
-                                 std::to_string(n),
-                                 "-",
-                                 "-",
-                                 Cell("no quota", Style::dim),
-                                 max_text(v, resource),
-                                 Cell(held, held_style)};
-        if (wide) {
-          row.emplace_back("-");
-          row.emplace_back("-");
-        }
-        table.add_row(std::move(row));
-      }
-    }
-  }
-  std::string text = table.render({headers, color});
-  std::vector<std::string> held_lines;
-  for (const auto& v : list.items) {
-    for (const auto& h : v.held_back) {
-      std::string when = h.last_seen.empty() ? "" : ", last " + h.last_seen;
-      held_lines.push_back(output::printable(fmt::format("  {} {}/{}: {} ({} time{}{})", v.namespace_name,
-                                                         h.kind.empty() ? "object" : lower(h.kind), h.name, h.reason,
-                                                         h.count, h.count == 1 ? "" : "s", when)));
-    }
-  }
-  if (headers && !held_lines.empty())
-    text += fmt::format("\nHeld back by admission:\n{}\n", fmt::join(held_lines, "\n"));
-  return text;
 }
 
 json list_of(std::vector<json> items) { return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}}; }
@@ -205,7 +114,9 @@ Result<ExitCode> run_quota_set(const QuotaSetOptions& o, AppContext& ctx) {
   GPUCTL_TRY_ASSIGN(OutputFormat format, write_output_format(o.output));
   std::optional<std::string_view> max;
   if (o.max_per_pod_given) max = o.max_per_pod;
-  GPUCTL_TRY_ASSIGN(ops::QuotaSpec spec, ops::parse_quota_spec(ns, o.gpus, max, o.resources));
+  std::optional<std::string_view> claims;
+  if (o.claims_given) claims = o.claims;
+  GPUCTL_TRY_ASSIGN(ops::QuotaSpec spec, ops::parse_quota_spec(ns, o.gpus, max, o.resources, o.devices, claims));
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
   // run
@@ -290,15 +201,20 @@ CLI::App* register_quota_set(CLI::App& quota, AppContext& ctx) {
   document(*set, ctx.help(),
            {R"(Writes the ResourceQuota gpuctl-gpu-quota with requests.nvidia.com/gpu: N and requests.<resource>: K
 for each --resource (the requests. keys are the only ones Kubernetes enforces for extended
-resources), and with --max-per-pod the LimitRange gpuctl-gpu-limits (type Pod and Container max
-nvidia.com/gpu: M; containers without a GPU limit default to 0, as LimitRanger would refuse them
-otherwise). Both carry app.kubernetes.io/managed-by=gpuctl; other quotas are never touched.
-Idempotent: "unchanged" when nothing differs, "configured" when it did. --resource is the whole
-list: a resource left out of a later call is dropped from the quota. Without --max-per-pod an
-existing gpuctl LimitRange is left as it is ('gpuctl quota delete' removes both). A value below
-current use warns: running pods stay, new ones are refused.)",
+resources); for GPUs as DRA devices, CLASS.deviceclass.resource.k8s.io/devices: K for each
+--devices CLASS=K and count/resourceclaims.resource.k8s.io: C for --claims C (past them new
+ResourceClaims are refused and their pods wait in Pending); and with --max-per-pod the LimitRange
+gpuctl-gpu-limits (type Pod and Container max nvidia.com/gpu: M; containers without a GPU limit
+default to 0, as LimitRanger would refuse them otherwise). Both carry
+app.kubernetes.io/managed-by=gpuctl; other quotas are never touched. Idempotent: "unchanged" when
+nothing differs, "configured" when it did. --resource, --devices and --claims are the whole list: a
+key left out of a later call is dropped from the quota. Without --max-per-pod an existing gpuctl
+LimitRange is left as it is ('gpuctl quota delete' removes both). A value below current use warns:
+running pods (and claims) stay, new ones are refused.)",
             {{"8 GPUs for team-a, at most 4 per pod", "gpuctl quota set team-a --gpus 8 --max-per-pod 4"},
              {"Whole GPUs and MIG slices", "gpuctl quota set team-b --gpus 2 --resource nvidia.com/mig-1g.10gb=7"},
+             {"GPUs as DRA devices: 8 of NVIDIA's DeviceClass in at most 4 claims",
+              "gpuctl quota set team-c --gpus 8 --devices gpu.nvidia.com=8 --claims 4"},
              {"The objects that would be sent", "gpuctl quota set team-a --gpus 8 --dry-run=client -o yaml"}}});
   set->fallthrough();
   completes(set->add_option("namespace", s->namespace_name, "NS"), ctx.help(), ValueKind::namespace_);
@@ -308,12 +224,17 @@ current use warns: running pods stay, new ones are refused.)",
                               "The most GPUs one pod (and one container) may request (a LimitRange)");
   set->add_option("--resource", s->resources,
                   "Another extended resource to cap, NAME=COUNT (e.g. nvidia.com/mig-1g.10gb=7); repeatable");
+  set->add_option("--devices", s->devices,
+                  "DRA devices of a DeviceClass all claims may ask for, CLASS=COUNT (e.g. gpu.nvidia.com=8); "
+                  "repeatable");
+  auto* claims = set->add_option("--claims", s->claims, "The most ResourceClaims the namespace may hold");
   add_dry_run_flag(*set, ctx.help(), s->dry_run);
   with_choices(set->add_option("-o,--output", s->output,
                                "Output format: text|json|yaml (json/yaml: the objects as written, a v1 List)"),
                ctx.help(), {"text", "json", "yaml"});
-  set->callback([s, max, &ctx] {
+  set->callback([s, max, claims, &ctx] {
     s->max_per_pod_given = max->count() > 0;
+    s->claims_given = claims->count() > 0;
     ctx.run = [s, &ctx] { return run_quota_set(*s, ctx); };
   });
   return set;
@@ -368,9 +289,11 @@ void register_quota(CLI::App& app, AppContext& ctx) {
   document(*cmd, ctx.help(),
            {R"(Per namespace, every ResourceQuota with nvidia.com/* keys: USED and HARD of requests.nvidia.com/gpu
 (and MIG resources) from the quota's spec.hard and status.used ("not counted yet" until
-kube-controller-manager fills it), FREE and a bar; MAX/POD from LimitRanges (type Pod, else
-Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission refused, listed
-below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
+kube-controller-manager fills it), FREE and a bar; for GPUs as DRA devices the keys ResourceClaims
+are counted under: CLASS.deviceclass.resource.k8s.io/devices of NVIDIA's classes (shown as "CLASS
+devices") and count/resourceclaims.resource.k8s.io ("resourceclaims"); MAX/POD from LimitRanges
+(type Pod, else Container); HELD-BACK: jobs and pods that ResourceQuota or LimitRanger admission
+refused, listed below the table. A namespace with GPU pods but no GPU quota shows "no quota" and its requests.
 Quota keys Kubernetes accepts but never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) are
 flagged NOT ENFORCED, with a warning naming the fix: gpuctl quota fix NS.)",
             {{"The current namespace", "gpuctl quota"},

@@ -83,7 +83,9 @@ Result<json> read_manifest(const std::string& path) {
   return kube::parse_manifest(text, input_name(path));
 }
 
-std::string gpu_phrase(const json& job) {
+std::string gpu_phrase(const ops::BuiltJob& built) {
+  if (!built.claim_template.is_null()) return ops::describe_claim_template(built.claim_template) + " per pod";
+  const json& job = built.job;
   std::string resource = ops::requested_gpu_resource(job);
   if (resource.empty()) return "no GPUs";
   json pod = {{"spec", job["spec"]["template"]["spec"]}};
@@ -173,6 +175,7 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
                     ops::plan_submission(*client, v.spec, manifest, ns, explicit_namespace, o.filename));
   ops::BuiltJob& built = plan.built;
   const std::string name = kube::name_of(built.job);
+  for (const auto& notice : plan.notices) print_line(ctx.streams().err, notice);
   for (const auto& w : built.warnings) ctx.warn(w);
 
   // pre-flight: refuse what can never run, before anything exists.
@@ -197,27 +200,40 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
 
   // run
   auto& out = ctx.streams().out;
-  json sent = built.job;
+  ops::SentSubmission sent{built.job, built.claim_template, {}};
   if (v.dry_run != DryRun::client) {
-    GPUCTL_TRY_ASSIGN(sent, ops::send_job(*client, built.job, v.dry_run == DryRun::server));
+    GPUCTL_TRY_ASSIGN(sent, ops::send_submission(*client, built, v.dry_run == DryRun::server));
   }
+  for (const auto& w : sent.warnings) ctx.warn(w);
   const char* suffix = v.dry_run == DryRun::client   ? " (dry run)"
                        : v.dry_run == DryRun::server ? " (server dry run)"
                                                      : "";
   if (o.parsable) {
     print_line(out, ns + '/' + name);
   } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
-    out << render_structured(sent, *v.format);
+    // With a claim template, both objects as kubectl prints several: a v1 List, template first.
+    json document = sent.claim_template.is_null()
+                        ? sent.job
+                        : json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", {sent.claim_template, sent.job}}};
+    out << render_structured(document, *v.format);
   } else if (v.format && *v.format == OutputFormat::name) {
+    if (!sent.claim_template.is_null()) {
+      print_line(out, "resourceclaimtemplate.resource.k8s.io/" + kube::name_of(sent.claim_template));
+    }
     print_line(out, "job.batch/" + name);
   } else {
     // The human summary: what will run where, and every default gpuctl chose.
     auto& summary = o.follow ? ctx.streams().err : out;
-    print_line(summary, fmt::format("job {}/{} {}{}: {}", ns, name,
-                                    v.dry_run == DryRun::none ? "submitted" : "would be submitted", suffix,
-                                    gpu_phrase(built.job)));
+    print_line(summary,
+               fmt::format("job {}/{} {}{}: {}", ns, name,
+                           v.dry_run == DryRun::none ? "submitted" : "would be submitted", suffix, gpu_phrase(built)));
     for (const auto& note : built.notes) print_line(summary, "  " + note);
-    if (v.dry_run == DryRun::server) summary << "  the API server admitted the Job and a pod built from its template\n";
+    if (v.dry_run == DryRun::server) {
+      summary << (built.claim_template.is_null()
+                      ? "  the API server admitted the Job and a pod built from its template\n"
+                      : "  the API server admitted the ResourceClaimTemplate, the Job and a pod built from its "
+                        "template\n");
+    }
   }
   if (!o.wait && !o.follow) return ExitCode::ok;
   out << std::flush;
@@ -236,10 +252,20 @@ CommandDoc submit_doc() {
   carries (read from the nodes, never hard-coded). A -f manifest is completed with the same defaults
   where it says nothing; what it says stays.
 
+GPUs as Dynamic Resource Allocation devices: with --device-class CLASS the pods claim --gpus
+devices of that DeviceClass through a ResourceClaimTemplate NAME-gpus (with --gpu-type, a CEL
+selector on the driver's productName), created just before the Job and owned by it, so deleting
+the Job deletes it; a refused Job takes it back out. gpuctl does the same on its own, with class
+gpu.nvidia.com and a line on stderr, when no node offers nvidia.com/gpu, no DeviceClass serves it
+as an extended resource and NVIDIA's DRA driver publishes GPUs (--gpu-resource nvidia.com/gpu
+keeps the extended resource). --dry-run=client -o yaml prints both objects as a v1 List.
+
 Before creating anything, gpuctl refuses (exit code 3, 126 with --wait or --follow, unless
---force) a job that no schedulable
-node could ever hold, one the namespace's GPU quota or LimitRange would refuse, and one whose
---volume claims are missing or not Bound. It warns when the GPUs exist but are busy now.
+--force) a job that no schedulable node could ever hold (for DRA devices: no schedulable node holds
+that many untainted devices the class and --gpu-type match), one the namespace's GPU quota (also
+CLASS.deviceclass.resource.k8s.io/devices and count/resourceclaims.resource.k8s.io) or LimitRange
+would refuse, and one whose --volume claims are missing or not Bound. It warns when the GPUs exist
+but are busy now, and when a selector is outside the CEL gpuctl evaluates (it cannot count).
 
 --wait and --follow exit with the job's result: 0 when it succeeded, the failed container's exit
 code, 124 when it ran past --active-deadline, 125 when it failed with no exit code; the last line
@@ -249,6 +275,9 @@ is pending they say why (the scheduler's verdict, quota refusals) on stderr.)",
           {{"Eight A100s for a training run, waiting for the result",
             R"(gpuctl submit bert-large -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --gpus 8 --gpu-type A100 \
       --volume datasets:/data:ro --volume checkpoints:/ckpt --wait -- python train.py --epochs 3)"},
+           {"Two H100s as DRA devices of NVIDIA's DeviceClass; the claim and the Job that would be created",
+            "gpuctl submit smoke --image busybox --gpus 2 --gpu-type H100 --device-class gpu.nvidia.com "
+            "--dry-run=client -o yaml -- nvidia-smi"},
            {"See the Job that would be created",
             "gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi"},
            {"Check a manifest against the server (quota, LimitRange, strict field validation), create nothing",
@@ -291,6 +320,9 @@ void add_container_flags(CLI::App& cmd, ops::SubmitFlags& f) {
                  "GPU product, as the nodes' labels name it or part of it (A100, H100-80GB, tesla-t4)");
   cmd.add_option("--gpu-resource", f.gpu_resource,
                  "Extended resource the GPUs are counted in (default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb)");
+  cmd.add_option("--device-class", f.device_class,
+                 "Claim the GPUs as DRA devices of this DeviceClass (e.g. gpu.nvidia.com) through a "
+                 "ResourceClaimTemplate, instead of an extended resource");
   cmd.add_option("--cpu", f.cpu, "CPU request per pod (e.g. 8, 500m)");
   cmd.add_option("--memory", f.memory, "Memory request per pod (e.g. 64Gi)");
   cmd.add_option("--cpu-limit", f.cpu_limit, "CPU limit per pod");

@@ -166,6 +166,7 @@ TEST_CASE("ops::build_quota_view from recorded objects", "[quota]") {
   CHECK(doc["apiVersion"] == "gpuctl.io/v1alpha1");
   CHECK(doc["kind"] == "GPUQuotaList");
   CHECK(doc["items"][1]["quotas"][0]["resources"][0] == json{{"resource", "nvidia.com/gpu"},
+                                                             {"deviceClass", nullptr},
                                                              {"key", "requests.nvidia.com/gpu"},
                                                              {"enforced", true},
                                                              {"hard", 4},
@@ -200,7 +201,7 @@ TEST_CASE("ops::NamespaceGpuRequests sums GPU requests per namespace as pods arr
 }
 
 TEST_CASE("ops::build_gpu_quota and build_gpu_limit_range golden objects", "[quota]") {
-  ops::QuotaSpec spec{"team-a", 8, 4, {{"nvidia.com/mig-1g.10gb", 7}}};
+  ops::QuotaSpec spec{"team-a", 8, 4, {{"nvidia.com/mig-1g.10gb", 7}}, {}, std::nullopt};
   CHECK(ops::build_gpu_quota(spec) == json::parse(R"({
     "apiVersion": "v1", "kind": "ResourceQuota",
     "metadata": {"name": "gpuctl-gpu-quota", "namespace": "team-a", "labels": {"app.kubernetes.io/managed-by": "gpuctl"}},
@@ -275,7 +276,7 @@ TEST_CASE("ops::parse_quota_spec validates every flag with the fix", "[quota]") 
 }
 
 TEST_CASE("ops::plan_managed_object creates, leaves alone, reconfigures, refuses others' objects", "[quota]") {
-  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {}};
+  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {}, {}, std::nullopt};
   json desired = ops::build_gpu_quota(spec);
   auto created = ops::plan_managed_object(desired, std::nullopt);
   REQUIRE(created);
@@ -307,7 +308,7 @@ TEST_CASE("ops::plan_managed_object creates, leaves alone, reconfigures, refuses
 }
 
 TEST_CASE("ops::below_use_warnings names the numbers", "[quota]") {
-  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {{"nvidia.com/mig-1g.10gb", 7}}};
+  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {{"nvidia.com/mig-1g.10gb", 7}}, {}, std::nullopt};
   auto w = ops::below_use_warnings(spec, {{"nvidia.com/gpu", 3}, {"nvidia.com/mig-1g.10gb", 7}});
   REQUIRE(w.size() == 1);
   CHECK(w[0] ==
@@ -338,7 +339,7 @@ TEST_CASE("ops::plan_quota_fix rewrites to requests. keeping the stricter value"
 
 TEST_CASE("ops::set_quota creates, reports unchanged, and retries a conflict after a fresh read", "[quota]") {
   const std::string path = "/api/v1/namespaces/team-a/resourcequotas/gpuctl-gpu-quota";
-  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {}};
+  ops::QuotaSpec spec{"team-a", 2, std::nullopt, {}, {}, std::nullopt};
   {
     FakeClient c;
     c.fake->on("GET", path,

@@ -53,6 +53,43 @@ TEST_CASE("cli: quota shows hard, used, free and a bar, and warns about ineffect
         "(gpuctl quota fix team-a)\n");
 }
 
+TEST_CASE("cli: quota shows the DRA device class and claim keys after the extended resources", "[quota][cli]") {
+  CliHarness h;
+  serve_view(h, {quota("dra",
+                       {{"requests.nvidia.com/gpu", "2"},
+                        {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "8"},
+                        {"count/resourceclaims.resource.k8s.io", "4"}},
+                       {{"requests.nvidia.com/gpu", "0"},
+                        {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "6"},
+                        {"count/resourceclaims.resource.k8s.io", "4"}})});
+  auto r = h.run({"quota", "-n", "team-a"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(h.fake().unexpected().empty());
+  CHECK(r.out ==
+        "NAMESPACE   QUOTA   RESOURCE                 USED   HARD   FREE   USAGE          MAX/POD   HELD-BACK\n"
+        "team-a      dra     gpu                      0      2      2      [----------]   -         0\n"
+        "team-a      dra     gpu.nvidia.com devices   6      8      2      [########--]   -         0\n"
+        "team-a      dra     resourceclaims           4      4      0      [##########]   -         0\n");
+  CHECK(r.err.empty());
+}
+
+TEST_CASE("cli: quota set --devices and --claims write the DRA keys", "[quota][cli]") {
+  CliHarness h;
+  const std::string not_found = R"({"kind":"Status","code":404,"reason":"NotFound","message":"not found"})";
+  h.fake()
+      .on("GET", "/api/v1/namespaces/team-a/resourcequotas/gpuctl-gpu-quota", json_answer(404, not_found))
+      .on("GET", "/api/v1/namespaces/team-a/resourcequotas/gpuctl-gpu-quota", json_answer(404, not_found))
+      .on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, list({}).dump()));
+  auto r = h.run({"quota", "set", "team-a", "--gpus", "8", "--devices", "gpu.nvidia.com=8", "--claims", "4",
+                  "--dry-run=client", "-o", "json"});
+  REQUIRE(r.exit_code == 0);
+  CHECK(h.fake().unexpected().empty());
+  json doc = json::parse(r.out);
+  CHECK(doc["items"][0]["spec"]["hard"] == json{{"requests.nvidia.com/gpu", "8"},
+                                                {"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "8"},
+                                                {"count/resourceclaims.resource.k8s.io", "4"}});
+}
+
 TEST_CASE("cli: quota -o json prints the GPUQuotaList schema", "[quota][cli]") {
   CliHarness h;
   serve_view(h, {quota("old", {{"nvidia.com/gpu", "1"}})});
@@ -128,6 +165,8 @@ TEST_CASE("cli: quota usage errors exit 2 with one line and no request", "[quota
            {"quota", "set", "team-a", "--gpus", "2", "--resource", "requests.nvidia.com/mig-1g.10gb=1"},
            {"quota", "set", "team-a", "--gpus", "2", "-o", "wide"},
            {"quota", "set", "Bad_NS", "--gpus", "2"},
+           {"quota", "set", "team-a", "--gpus", "2", "--devices", "gpu.nvidia.com"},
+           {"quota", "set", "team-a", "--gpus", "2", "--claims", "x"},
            {"quota", "delete"},
            {"quota", "-o", "bogus"}}) {
     CAPTURE(args);

@@ -1,5 +1,5 @@
-// gpuctl quota: the ineffective-key check and the per-namespace view (hard, used, free, LimitRange
-// maxima, what admission held back).
+// gpuctl quota: the per-namespace view (hard, used, free, LimitRange maxima, what admission held
+// back); what each key means is quota_keys.cpp.
 #include "gpuctl/ops/quota/quota.hpp"
 
 #include <algorithm>
@@ -21,8 +21,6 @@ namespace gpuctl::ops {
 using json = nlohmann::json;
 namespace {
 
-constexpr std::string_view kRequestsPrefix = "requests.";
-
 using kube::field;
 
 std::string text(const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); }
@@ -35,8 +33,13 @@ std::optional<std::int64_t> integer_of(const json& v) {
   return q->value();
 }
 
+// nvidia.com/gpu, the other extended resources, the DRA device classes, the claim count.
 bool is_gpu_first(const QuotaResourceUsage& a, const QuotaResourceUsage& b) {
-  auto rank = [](const QuotaResourceUsage& r) { return r.resource == kGpuResource ? 0 : 1; };
+  auto rank = [](const QuotaResourceUsage& r) {
+    if (r.resource == kGpuResource) return 0;
+    if (!r.device_class.empty()) return 2;
+    return r.resource == kResourceClaimsQuotaKey ? 3 : 1;
+  };
   return std::make_tuple(rank(a), a.resource, !a.enforced, a.key) <
          std::make_tuple(rank(b), b.resource, !b.enforced, b.key);
 }
@@ -58,6 +61,7 @@ GpuQuota read_quota(const json& quota) {
     if (!k) continue;
     QuotaResourceUsage r;
     r.resource = k->resource;
+    r.device_class = k->device_class;
     r.key = key;
     r.enforced = k->enforced;
     r.hard = integer_of(value).value_or(0);
@@ -110,6 +114,7 @@ bool job_no_longer_held(const json* job, const std::string& event_uid) {
 
 json usage_json(const QuotaResourceUsage& r) {
   return {{"resource", r.resource},
+          {"deviceClass", r.device_class.empty() ? json(nullptr) : json(r.device_class)},
           {"key", r.key},
           {"enforced", r.enforced},
           {"hard", r.hard},
@@ -133,43 +138,6 @@ std::string_view denial_kind_name(AdmissionDenialKind k) {
 }
 
 }  // namespace
-
-std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key) {
-  GpuQuotaKey k;
-  k.key = std::string(key);
-  std::string_view resource = key;
-  if (resource.starts_with(kRequestsPrefix)) {
-    resource.remove_prefix(kRequestsPrefix.size());
-    k.enforced = true;
-  } else if (resource.starts_with("limits.")) {
-    resource.remove_prefix(std::string_view("limits.").size());
-  }
-  if (!is_nvidia_resource(resource) || resource.size() == kNvidiaResourcePrefix.size()) return std::nullopt;
-  k.resource = std::string(resource);
-  return k;
-}
-
-std::vector<QuotaFinding> check_quota_keys(const json& quota) {
-  std::vector<QuotaFinding> out;
-  const json& hard = field(field(quota, "spec"), "hard");
-  if (!hard.is_object()) return out;
-  const std::string ns = kube::namespace_of(quota);
-  const std::string name = kube::name_of(quota);
-  for (const auto& [key, value] : hard.items()) {
-    auto k = classify_gpu_quota_key(key);
-    if (!k || k->enforced) continue;
-    QuotaFinding f;
-    f.namespace_name = ns;
-    f.quota = name;
-    f.key = key;
-    f.value = value.is_string() ? value.get<std::string>() : value.dump();
-    f.replacement = std::string(kRequestsPrefix) + k->resource;
-    f.message = fmt::format("quota {}/{}: key {} is never enforced by Kubernetes; use {} (gpuctl quota fix {})", ns,
-                            name, key, f.replacement, ns);
-    out.push_back(std::move(f));
-  }
-  return out;
-}
 
 std::optional<GpuLimit> NamespaceQuotaView::max_per_pod(std::string_view resource) const {
   std::optional<GpuLimit> best;

@@ -72,6 +72,18 @@ std::vector<std::string> below_use_warnings(const QuotaSpec& spec, const std::ma
         "new pods asking for {} are refused until fewer than {} are in use",
         spec.namespace_name, it->second, kRequests, resource, hard, resource, std::max<std::int64_t>(hard, 1)));
   }
+  std::vector<std::pair<std::string, std::int64_t>> claimed;
+  for (const auto& [device_class, hard] : spec.devices)
+    claimed.emplace_back(device_class_quota_key(device_class), hard);
+  if (spec.claims) claimed.emplace_back(std::string(kResourceClaimsQuotaKey), *spec.claims);
+  for (const auto& [key, hard] : claimed) {
+    auto it = used.find(key);
+    if (it == used.end() || it->second <= hard) continue;
+    out.push_back(fmt::format(
+        "namespace {} already uses {} {}, more than the new quota of {}: existing ResourceClaims stay, new ones "
+        "are refused (their pods wait in Pending) until the use is below it",
+        spec.namespace_name, it->second, key, hard));
+  }
   return out;
 }
 
@@ -101,6 +113,17 @@ Result<SetResult> set_quota(kube::Client& client, const QuotaSpec& spec, DryRun 
     running.field_selector = "status.phase!=Succeeded,status.phase!=Failed";
     GPUCTL_TRY_ASSIGN(kube::ListResult pods, client.list(kube::paths::pods(spec.namespace_name), running));
     used = pod_usage(pods.items);
+  }
+  // DRA keys: only the controller's count (claims are not pods; the pod fallback cannot see them).
+  if (existing && existing->contains("/status/used"_json_pointer)) {
+    const json& u = existing->at("/status/used"_json_pointer);
+    std::vector<std::string> keys;
+    for (const auto& [device_class, count] : spec.devices) keys.push_back(device_class_quota_key(device_class));
+    if (spec.claims) keys.emplace_back(kResourceClaimsQuotaKey);
+    for (const auto& key : keys) {
+      if (!u.contains(key)) continue;
+      if (auto q = kube::Quantity::parse(qstr(u[key])); q) used[key] = q->value();
+    }
   }
   out.warnings = below_use_warnings(spec, used);
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/nodes/node_admin.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/quota/quota.hpp"
@@ -28,6 +29,43 @@ std::optional<std::int64_t> parse_count(std::string_view t) {
   return v;
 }
 
+// --devices CLASS=K: the DRA device class keys.
+Result<std::vector<std::pair<std::string, std::int64_t>>> parse_devices(const std::vector<std::string>& devices) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  std::set<std::string> seen;
+  for (const auto& d : devices) {
+    auto eq = d.find('=');
+    if (eq == std::string::npos) {
+      return fail(Errc::invalid_argument,
+                  fmt::format("--devices \"{}\": expected CLASS=COUNT, e.g. --devices gpu.nvidia.com=8", d));
+    }
+    std::string name = d.substr(0, eq);
+    std::string value = d.substr(eq + 1);
+    if (name.ends_with(kDeviceClassQuotaSuffix)) {
+      return fail(
+          Errc::invalid_argument,
+          fmt::format("--devices \"{}\": give the DeviceClass name alone (--devices {}={}); gpuctl writes "
+                      "the {} key",
+                      d, name.substr(0, name.size() - kDeviceClassQuotaSuffix.size()), value, kDeviceClassQuotaSuffix));
+    }
+    if (auto problem = kube::paths::dns_subdomain_problem(name); !problem.empty()) {
+      return fail(Errc::invalid_argument,
+                  fmt::format("--devices \"{}\": \"{}\" is not a DeviceClass name: {}", d, name, problem));
+    }
+    auto k = parse_count(value);
+    if (!k) {
+      return fail(Errc::invalid_argument,
+                  fmt::format("--devices \"{}\": the count \"{}\" must be a whole number of 0 or more", d, value));
+    }
+    if (!seen.insert(name).second) {
+      return fail(Errc::invalid_argument, fmt::format("--devices {} is given twice: give each class once", name));
+    }
+    out.emplace_back(name, *k);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 }  // namespace
 
 std::string namespace_name_problem(std::string_view name) {
@@ -49,7 +87,8 @@ std::string namespace_name_problem(std::string_view name) {
 
 Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_view gpus,
                                    std::optional<std::string_view> max_per_pod,
-                                   const std::vector<std::string>& resources) {
+                                   const std::vector<std::string>& resources, const std::vector<std::string>& devices,
+                                   std::optional<std::string_view> claims) {
   QuotaSpec spec;
   if (auto p = namespace_name_problem(namespace_name); !p.empty()) {
     return fail(Errc::invalid_argument, fmt::format("namespace \"{}\": {}", namespace_name, p));
@@ -91,6 +130,12 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
                         r, prefix, name.substr(prefix.size()), value));
       }
     }
+    if (name.ends_with(kDeviceClassQuotaSuffix) || name.starts_with("count/")) {
+      return fail(Errc::invalid_argument,
+                  fmt::format("--resource \"{}\": DRA devices and claims are set with --devices CLASS=COUNT and "
+                              "--claims COUNT",
+                              r));
+    }
     if (name == kGpuResource) {
       return fail(Errc::invalid_argument,
                   fmt::format("--resource \"{}\": whole GPUs are set with --gpus {}", r, value.empty() ? "N" : value));
@@ -117,6 +162,17 @@ Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_
     spec.resources.emplace_back(name, *k);
   }
   std::sort(spec.resources.begin(), spec.resources.end());
+  GPUCTL_TRY_ASSIGN(spec.devices, parse_devices(devices));
+  if (claims) {
+    auto c = parse_count(*claims);
+    if (!c) {
+      return fail(Errc::invalid_argument,
+                  fmt::format("--claims \"{}\": give the most ResourceClaims the namespace may hold, a whole number "
+                              "of 0 or more (e.g. --claims 4)",
+                              *claims));
+    }
+    spec.claims = *c;
+  }
   return spec;
 }
 
@@ -124,6 +180,9 @@ json build_gpu_quota(const QuotaSpec& spec) {
   json hard = json::object();
   hard[kRequests + std::string(kGpuResource)] = std::to_string(spec.gpus);
   for (const auto& [name, count] : spec.resources) hard[kRequests + name] = std::to_string(count);
+  for (const auto& [device_class, count] : spec.devices)
+    hard[device_class_quota_key(device_class)] = std::to_string(count);
+  if (spec.claims) hard[std::string(kResourceClaimsQuotaKey)] = std::to_string(*spec.claims);
   return {
       {"apiVersion", "v1"},
       {"kind", "ResourceQuota"},

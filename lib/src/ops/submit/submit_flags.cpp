@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/label_selector.hpp"
+#include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/util/time.hpp"
@@ -151,6 +152,7 @@ Result<void> check_mode(const SubmitFlags& f) {
         {"--env", !f.env.empty()},
         {"--volume", !f.volumes.empty()},
         {"--gpu-resource", !f.gpu_resource.empty()},
+        {"--device-class", !f.device_class.empty()},
         {"COMMAND", !f.command.empty()},
     };
     for (auto [flag, given] : container_flags) {
@@ -185,6 +187,18 @@ Result<void> parse_gpu_flags(const SubmitFlags& f, SubmitSpec& s) {
                       r));
     }
     s.gpu_resource = r;
+    s.gpu_resource_given = true;
+  }
+  if (!f.device_class.empty()) {
+    if (!f.gpu_resource.empty()) {
+      return usage(
+          "--device-class and --gpu-resource both say how the GPUs are asked for; give one (--device-class claims "
+          "DRA devices, --gpu-resource names an extended resource)");
+    }
+    if (auto problem = kube::paths::dns_subdomain_problem(f.device_class); !problem.empty())
+      return usage(fmt::format("--device-class {:?} is not a DeviceClass name: {}", f.device_class, problem));
+    if (s.gpus && *s.gpus == 0) return usage("--device-class needs --gpus of 1 or more: the devices each pod claims");
+    s.device_class = f.device_class;
   }
   if (!f.gpu_type.empty()) {
     if (f.gpu_type.size() > 63) return usage("--gpu-type: a GPU product label value is at most 63 characters");

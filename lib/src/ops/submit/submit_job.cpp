@@ -28,6 +28,11 @@ json& array_at(json& parent, const char* key) {
 
 std::string human_seconds(std::int64_t s) { return util::human_duration(std::chrono::seconds(s)); }
 
+// A flags-built job with a device class claims DRA devices instead of an extended resource.
+bool claims_dra_devices(const SubmitSpec& spec) {
+  return !spec.device_class.empty() && !spec.from_manifest && spec.gpus && *spec.gpus > 0;
+}
+
 // The skeleton from flags: one container "main" and what the flags say about it.
 json job_from_flags(const SubmitSpec& spec) {
   json container = {{"name", kSubmitContainerName}, {"image", spec.image}};
@@ -42,15 +47,21 @@ json job_from_flags(const SubmitSpec& spec) {
   if (!spec.memory.empty()) requests["memory"] = spec.memory;
   if (!spec.cpu_limit.empty()) limits["cpu"] = spec.cpu_limit;
   if (!spec.memory_limit.empty()) limits["memory"] = spec.memory_limit;
-  if (spec.gpus && *spec.gpus > 0) {
+  const bool claims_devices = claims_dra_devices(spec);
+  if (spec.gpus && *spec.gpus > 0 && !claims_devices) {
     requests[spec.gpu_resource] = std::to_string(*spec.gpus);
     limits[spec.gpu_resource] = std::to_string(*spec.gpus);
   }
   json resources = json::object();
   if (!requests.empty()) resources["requests"] = requests;
   if (!limits.empty()) resources["limits"] = limits;
+  if (claims_devices) resources["claims"] = json::array({{{"name", kDeviceClaimName}}});
   if (!resources.empty()) container["resources"] = resources;
   json pod_spec = {{"containers", json::array({container})}};
+  if (claims_devices) {
+    pod_spec["resourceClaims"] =
+        json::array({{{"name", kDeviceClaimName}, {"resourceClaimTemplateName", claim_template_name(spec.name)}}});
+  }
   if (!spec.volumes.empty()) {
     json mounts = json::array(), volumes = json::array();
     for (const auto& v : spec.volumes) {
@@ -272,7 +283,8 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
     return usage(fmt::format("{}: spec.template.spec.containers is empty; a Job needs at least one container", source));
   }
   GPUCTL_TRY_ASSIGN(bool any_gpu, equalise_gpu_resources(pod_spec["containers"], source));
-  if (!any_gpu) {
+  const bool claims_devices = claims_dra_devices(spec);
+  if (!any_gpu && !claims_devices) {
     built.warnings.push_back(
         "the job requests no GPUs: its pods get none (no NVIDIA devices in the container) and may "
         "land on any node; give --gpus N or set resources.limits of nvidia.com/gpu");
@@ -282,8 +294,16 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
   default_lifetime(job_spec, spec, built);
   default_pod_failure_policy(job_spec, pod_spec, spec, built);
   if (!spec.priority_class.empty()) pod_spec["priorityClassName"] = spec.priority_class;
-  GPUCTL_TRY(select_gpu_type(pod_spec, spec, placement, source, built));
-  if (any_gpu) tolerate_pool_taints(pod_spec, placement, built);
+  if (claims_devices) {
+    // The claim's CEL selector picks the product; no node label is needed (or may exist).
+    if (!spec.gpu_type.empty()) {
+      built.notes.push_back(
+          fmt::format("devices whose productName matches {} only (a CEL selector in the claim)", spec.gpu_type));
+    }
+  } else {
+    GPUCTL_TRY(select_gpu_type(pod_spec, spec, placement, source, built));
+  }
+  if (any_gpu || claims_devices) tolerate_pool_taints(pod_spec, placement, built);
   add_colocation(pod_spec, spec);
   built.job = std::move(job);
   return built;
@@ -310,7 +330,14 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
   if (spec.from_manifest) return fail(Errc::internal, "build_job called for a manifest; use complete_job");
   json job = job_from_flags(spec);
   job["metadata"]["namespace"] = namespace_name;
-  return apply_defaults(std::move(job), spec, placement, "flags");
+  GPUCTL_TRY_ASSIGN(BuiltJob built, apply_defaults(std::move(job), spec, placement, "flags"));
+  if (claims_dra_devices(spec)) {
+    built.claim_template = build_claim_template(spec, namespace_name);
+    built.notes.insert(built.notes.begin(),
+                       fmt::format("claims {} per pod through ResourceClaimTemplate {} (deleted with the job)",
+                                   describe_claim_template(built.claim_template), claim_template_name(spec.name)));
+  }
+  return built;
 }
 
 Result<void> check_manifest(const json& manifest, std::string_view source) {

@@ -6,6 +6,7 @@
 
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
+#include "submit_dra_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -145,7 +146,48 @@ std::vector<std::pair<kube::Taint, bool>> pool_taints_of(const std::vector<const
   return taints;
 }
 
+void add_pool_tolerations(const std::vector<const NodeGpuInfo*>& matched, GpuPlacement& p) {
+  for (auto& [t, same_value] : pool_taints_of(matched)) {
+    p.pool_taints.push_back(t);
+    p.tolerations.push_back(toleration_for(t, same_value));
+  }
+}
+
 }  // namespace
+
+GpuPlacement derive_dra_placement(const std::vector<json>& nodes, const DraInventory& dra, const SubmitSpec& spec) {
+  using namespace submit_dra_detail;
+  GpuPlacement p;
+  p.resource.clear();
+  p.gpu_type = spec.gpu_type;
+  const RequestDevices of_class = request_devices(dra, spec.device_class, {});
+  const RequestDevices wanted = request_devices(dra, spec.device_class, gpu_type_selectors(spec.gpu_type));
+  std::set<std::string> known, products, holding;
+  for (const auto& c : of_class.candidates) {
+    // Devices the class may hold (its selectors matched, or could not be judged) name its products.
+    if (c.verdict.kind != CelVerdict::Kind::no_match && !c.device->product.empty()) known.insert(c.device->product);
+  }
+  bool unsure = false;
+  for (const auto& c : wanted.candidates) {
+    unsure = unsure || c.verdict.kind == CelVerdict::Kind::unsupported;
+    if (!c.verdict.matches()) continue;
+    if (!c.device->product.empty()) products.insert(c.device->product);
+    if (!c.device->node.empty()) holding.insert(c.device->node);
+  }
+  p.known_products.assign(known.begin(), known.end());
+  p.products.assign(products.begin(), products.end());
+  // Only a class with devices, none of them the type and none unknown, says the type is absent;
+  // a class with no devices at all is the capacity check's to report.
+  p.type_found = spec.gpu_type.empty() || !products.empty() || unsure || of_class.candidates.empty();
+  // Every node: those holding DRA devices need offer no nvidia.com/gpu.
+  NodeInventory inv = build_node_inventory(nodes, {}, true, std::chrono::system_clock::time_point{});
+  std::vector<const NodeGpuInfo*> matched;
+  for (const auto& n : inv.nodes) {
+    if (holding.contains(n.name)) matched.push_back(&n);
+  }
+  if (!matched.empty()) add_pool_tolerations(matched, p);
+  return p;
+}
 
 GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_view gpu_type,
                                   std::string_view resource) {
@@ -168,10 +210,7 @@ GpuPlacement derive_gpu_placement(const std::vector<json>& nodes, std::string_vi
     }
     select_products(matched, p);
   }
-  for (auto& [t, same_value] : pool_taints_of(matched)) {
-    p.pool_taints.push_back(t);
-    p.tolerations.push_back(toleration_for(t, same_value));
-  }
+  add_pool_tolerations(matched, p);
   return p;
 }
 

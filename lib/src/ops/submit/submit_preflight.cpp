@@ -70,8 +70,13 @@ std::string_view to_string(FindingSeverity severity) {
 
 const std::vector<PreflightCheck>& preflight_checks() {
   static const std::vector<PreflightCheck> checks = {
-      {"gpu-capacity", &check_gpu_capacity}, {"gpu-free-now", &check_gpu_free_now},  {"quota", &check_quota},
-      {"limit-range", &check_limit_range},   {"volume-claim", &check_volume_claims},
+      {"gpu-capacity", &check_gpu_capacity},
+      {"gpu-free-now", &check_gpu_free_now},
+      {"device-capacity", &check_device_capacity},
+      {"device-free-now", &check_device_free_now},
+      {"quota", &check_quota},
+      {"limit-range", &check_limit_range},
+      {"volume-claim", &check_volume_claims},
   };
   return checks;
 }

@@ -271,6 +271,10 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
   }
   counted.emplace_back("pods", Quantity::from_int(1));
   counted.emplace_back("count/pods", Quantity::from_int(1));
+  // A claim is no pod: quota scopes never select it, so only unscoped quotas count its keys.
+  const auto device_keys = device_quota_keys(input);
+  std::set<std::string> claim_keys;  // what the API server refuses the claim on, not the pod
+  for (const auto& [key, each] : device_keys) claim_keys.insert(key);
 
   for (const auto& quota : input.quotas) {
     const std::string name = object_name(quota, ns);
@@ -286,11 +290,15 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
                                                   name, key, it->second.to_string(), resource, ns)));
       }
     }
+    const bool scoped =
+        !field(field(quota, "spec"), "scopes").empty() || !field(field(quota, "spec"), "scopeSelector").is_null();
     if (quota_applies(quota, spec) != Applies::yes) continue;
+    auto keys = counted;
+    if (!scoped) keys.insert(keys.end(), device_keys.begin(), device_keys.end());
 
     const json& status_used = field(field(quota, "status"), "used");
     const ResourceList used = kube::parse_resource_list(status_used);
-    for (const auto& [key, each] : counted) {
+    for (const auto& [key, each] : keys) {
       auto h = hard.find(key);
       if (h == hard.end()) continue;
       auto u = used.find(key);
@@ -302,10 +310,12 @@ std::vector<PreflightFinding> check_quota(const PreflightInput& input) {
       }
       const Quantity left = h->second - u->second;
       if (each > left) {
-        out.push_back(
-            refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
-                                        "the API server would refuse its pods",
-                                        name, h->second.to_string(), key, u->second.to_string(), each.to_string())));
+        out.push_back(refusal(
+            kQuota, fmt::format("quota {} allows {} {}, {} in use, each pod of this job asks for {}; "
+                                "the API server would refuse {}",
+                                name, h->second.to_string(), key, u->second.to_string(), each.to_string(),
+                                claim_keys.contains(key) ? "the ResourceClaims of its pods, which then wait in Pending"
+                                                         : "its pods")));
       } else if (pods > 1 && times(each, pods) > left) {
         out.push_back(
             refusal(kQuota, fmt::format("quota {} allows {} {}, {} in use, the job's {} pods ask for {} each ({}): "

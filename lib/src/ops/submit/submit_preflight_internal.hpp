@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "gpuctl/util/strings.hpp"
 
@@ -41,3 +42,11 @@ PreflightFinding refusal(std::string_view check, std::string message);
 PreflightFinding warning(std::string_view check, std::string message);
 
 }  // namespace gpuctl::ops::preflight_detail
+
+namespace gpuctl::ops {
+// The quota keys the claim of a pod of a job claiming DRA devices is counted under, with the
+// amount per pod (<class>.deviceclass.resource.k8s.io/devices: the claim's count;
+// count/resourceclaims: 1; requests.<extendedResourceName> of the class, when it has one: the
+// count); none without a claim template.
+std::vector<std::pair<std::string, kube::Quantity>> device_quota_keys(const PreflightInput& input);
+}  // namespace gpuctl::ops

@@ -1,10 +1,12 @@
-// Sending the Job gpuctl submit built, and the server-side dry run of its pods.
+// Sending the Job gpuctl submit built (with its ResourceClaimTemplate first, when the pods claim
+// DRA devices), and the server-side dry run of its pods.
 #include <fmt/format.h>
 
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/admission/admission_denial.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 
@@ -46,6 +48,100 @@ Result<json> send_job(kube::Client& client, const json& job, bool server_dry_run
     return fail(std::move(e));
   }
   return created;
+}
+
+namespace {
+
+std::string template_path(std::string_view ns, std::string_view name = {}) {
+  if (name.empty()) return kube::paths::resources(kResourceApiVersion, "resourceclaimtemplates", true, ns);
+  return kube::paths::resource(kResourceApiVersion, "resourceclaimtemplates", true, ns, name);
+}
+
+kube::WriteOptions strict_write(bool dry_run) {
+  kube::WriteOptions write;
+  write.dry_run = dry_run;
+  write.field_validation = "Strict";
+  write.field_manager = "gpuctl";
+  return write;
+}
+
+Result<json> create_claim_template(kube::Client& client, const json& claim_template, bool server_dry_run) {
+  const std::string ns = kube::namespace_of(claim_template);
+  const std::string name = kube::name_of(claim_template);
+  auto created = client.create(template_path(ns), claim_template, strict_write(server_dry_run));
+  if (created) return created;
+  Error e = created.error();
+  if (e.is_already_exists()) {
+    e.message = fmt::format(
+        "resourceclaimtemplate {}/{} already exists (an earlier job of that name claimed its devices through it); "
+        "pick another job name, or delete it (kubectl delete resourceclaimtemplate {} -n {})",
+        ns, name, name, ns);
+  } else {
+    e = e.with_context(fmt::format("the API server refused resourceclaimtemplate {}/{}", ns, name));
+  }
+  return fail(std::move(e));
+}
+
+// The Job was refused: the template made for it goes too (only that one, by uid).
+Error take_back(kube::Client& client, const json& created, Error job_error) {
+  const std::string ns = kube::namespace_of(created);
+  const std::string name = kube::name_of(created);
+  const json options = {{"preconditions", {{"uid", kube::string_field(kube::field(created, "metadata"), "uid")}}}};
+  auto removed = client.remove(template_path(ns, name), options);
+  if (removed || removed.error().is_not_found()) {
+    job_error.message += fmt::format(" (resourceclaimtemplate {}/{}, created for it, was deleted again)", ns, name);
+  } else {
+    job_error.message += fmt::format(
+        "; resourceclaimtemplate {}/{}, created for it, could not be deleted ({}): kubectl delete "
+        "resourceclaimtemplate {} -n {}",
+        ns, name, removed.error().message, name, ns);
+  }
+  return job_error;
+}
+
+// The Job owns the template from now on: deleting the Job deletes it. Not the controller, and no
+// blocking of the Job's deletion: the template is a leftover to collect, never a dependent to wait for.
+Result<json> own_by_job(kube::Client& client, const json& created, const json& job) {
+  json owner = {{"apiVersion", "batch/v1"},   {"kind", "Job"},
+                {"name", kube::name_of(job)}, {"uid", kube::string_field(kube::field(job, "metadata"), "uid")},
+                {"controller", false},        {"blockOwnerDeletion", false}};
+  // The uid makes the patch a precondition: it never lands on a template made since by someone else.
+  json patch = {{"metadata",
+                 {{"uid", kube::string_field(kube::field(created, "metadata"), "uid")},
+                  {"ownerReferences", json::array({std::move(owner)})}}}};
+  kube::WriteOptions write;
+  write.field_manager = "gpuctl";
+  return client.patch(template_path(kube::namespace_of(created), kube::name_of(created)), kube::PatchType::merge, patch,
+                      write);
+}
+
+}  // namespace
+
+Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& built, bool server_dry_run) {
+  SentSubmission sent;
+  if (built.claim_template.is_null()) {
+    GPUCTL_TRY_ASSIGN(sent.job, send_job(client, built.job, server_dry_run));
+    return sent;
+  }
+  GPUCTL_TRY_ASSIGN(sent.claim_template, create_claim_template(client, built.claim_template, server_dry_run));
+  auto job = send_job(client, built.job, server_dry_run);
+  if (!job) {
+    if (server_dry_run) return fail(job.error());  // nothing was made
+    return fail(take_back(client, sent.claim_template, job.error()));
+  }
+  sent.job = std::move(*job);
+  if (server_dry_run) return sent;
+  if (auto owned = own_by_job(client, sent.claim_template, sent.job); owned) {
+    sent.claim_template = std::move(*owned);
+  } else {
+    const std::string ns = kube::namespace_of(sent.claim_template);
+    const std::string name = kube::name_of(sent.claim_template);
+    sent.warnings.push_back(fmt::format(
+        "resourceclaimtemplate {}/{} could not be tied to job {}/{} ({}), so it stays when the job is deleted: "
+        "kubectl delete resourceclaimtemplate {} -n {} after it",
+        ns, name, ns, kube::name_of(sent.job), owned.error().message, name, ns));
+  }
+  return sent;
 }
 
 }  // namespace gpuctl::ops

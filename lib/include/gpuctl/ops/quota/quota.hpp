@@ -7,6 +7,11 @@
 // The rule everything here follows (docs/kubernetes-api.md §1.6): for extended resources only
 // quota keys with the prefix `requests.` are tracked and enforced. `nvidia.com/gpu: 8` and
 // `limits.nvidia.com/gpu: 8` pass validation and are then silently ignored forever.
+//
+// GPUs as DRA devices are counted by ResourceClaim instead: `<class>.deviceclass.resource.k8s.io/devices`
+// (the devices claims of a DeviceClass may ask for; enforced as written) and
+// `count/resourceclaims.resource.k8s.io`. The view shows them for NVIDIA's classes (names ending
+// in nvidia.com) beside the extended resources, and `quota set --devices/--claims` writes them.
 #include <chrono>
 #include <cstdint>
 #include <map>
@@ -37,13 +42,22 @@ inline constexpr std::string_view kManagedByValue = "gpuctl";
 
 // ---- Quota keys ---------------------------------------------------------------------------
 
+inline constexpr std::string_view kDeviceClassQuotaSuffix = ".deviceclass.resource.k8s.io/devices";
+inline constexpr std::string_view kResourceClaimsQuotaKey = "count/resourceclaims.resource.k8s.io";
+// "gpu.nvidia.com" -> "gpu.nvidia.com.deviceclass.resource.k8s.io/devices".
+std::string device_class_quota_key(std::string_view device_class);
+
 // What a ResourceQuota spec.hard key means for an nvidia.com/* resource.
 struct GpuQuotaKey {
-  std::string key;        // as written: "requests.nvidia.com/gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu"
-  std::string resource;   // the resource it names: "nvidia.com/gpu"
-  bool enforced = false;  // only the requests. form is
+  std::string key;               // as written: "requests.nvidia.com/gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu"
+  std::string resource;          // the resource it names: "nvidia.com/gpu"; the key itself for DRA keys
+  bool enforced = false;         // only the requests. form is (DRA keys always are)
+  std::string device_class;      // for <class>.deviceclass.resource.k8s.io/devices: the class
+  bool resource_claims = false;  // count/resourceclaims.resource.k8s.io
 };
-// nullopt for keys that are not about an nvidia.com/* resource (cpu, pods, count/jobs.batch, ...).
+// nullopt for keys that are not about an nvidia.com/* resource (cpu, pods, count/jobs.batch, ...)
+// nor about DRA GPUs (the device class key of a class whose name ends in nvidia.com, the
+// resource claim count).
 std::optional<GpuQuotaKey> classify_gpu_quota_key(std::string_view key);
 
 // One quota key Kubernetes will never enforce, with the fix.
@@ -64,9 +78,12 @@ std::vector<QuotaFinding> check_quota_keys(const nlohmann::json& quota);
 // ---- The view -----------------------------------------------------------------------------
 
 struct QuotaResourceUsage {
-  std::string resource;  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"
-  std::string key;       // the spec.hard key
-  bool enforced = true;  // false: an ineffective key (see check_quota_keys)
+  // "nvidia.com/gpu", "nvidia.com/mig-1g.10gb"; for DRA the key itself
+  // ("gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "count/resourceclaims.resource.k8s.io")
+  std::string resource;
+  std::string device_class;  // the DeviceClass of a device class key, "" otherwise
+  std::string key;           // the spec.hard key
+  bool enforced = true;      // false: an ineffective key (see check_quota_keys)
   std::int64_t hard = 0;
   // status.used for the key; nullopt when the controller has not counted it yet (or never will,
   // for an ineffective key).
@@ -81,8 +98,10 @@ struct QuotaResourceUsage {
 struct GpuQuota {
   std::string name;
   bool managed_by_gpuctl = false;
-  bool scoped = false;                        // has spec.scopes or spec.scopeSelector: counts only some pods
-  std::vector<QuotaResourceUsage> resources;  // requests.nvidia.com/gpu first, then by key
+  bool scoped = false;  // has spec.scopes or spec.scopeSelector: counts only some pods
+  // requests.nvidia.com/gpu first, then the other extended resources, the device class keys, the
+  // resource claim count
+  std::vector<QuotaResourceUsage> resources;
 };
 
 // A LimitRange `max` for an nvidia.com/* resource.
@@ -177,18 +196,25 @@ struct QuotaSpec {
   std::optional<std::int64_t> max_per_pod;  // the LimitRange; nullopt: none wanted
   // Other resources ("nvidia.com/mig-1g.10gb", K): requests.<resource>: K each, sorted by name.
   std::vector<std::pair<std::string, std::int64_t>> resources;
+  // DRA (class, K): <class>.deviceclass.resource.k8s.io/devices: K each, sorted by class.
+  std::vector<std::pair<std::string, std::int64_t>> devices;
+  std::optional<std::int64_t> claims;  // count/resourceclaims.resource.k8s.io
 };
 
 // Validates (no I/O) the pieces `gpuctl quota set` is given as text; Errc::invalid_argument with
 // the flag and the fix. `resources` are "NAME=K" with NAME a qualified extended resource name
-// written without the requests./limits. prefix.
+// written without the requests./limits. prefix; `devices` are "CLASS=K" with CLASS a DeviceClass
+// name; `claims` the count of ResourceClaims.
 Result<QuotaSpec> parse_quota_spec(std::string_view namespace_name, std::string_view gpus,
                                    std::optional<std::string_view> max_per_pod,
-                                   const std::vector<std::string>& resources);
+                                   const std::vector<std::string>& resources,
+                                   const std::vector<std::string>& devices = {},
+                                   std::optional<std::string_view> claims = std::nullopt);
 // "" when `name` is a valid namespace name (an RFC 1123 label), else what is wrong.
 std::string namespace_name_problem(std::string_view name);
 
-// The ResourceQuota gpuctl-gpu-quota: labelled managed-by=gpuctl, spec.hard requests.* only.
+// The ResourceQuota gpuctl-gpu-quota: labelled managed-by=gpuctl, spec.hard requests.* keys, and
+// the DRA keys the spec names.
 nlohmann::json build_gpu_quota(const QuotaSpec& spec);
 // The LimitRange gpuctl-gpu-limits (spec.max_per_pod must be set): type Container and type Pod
 // max nvidia.com/gpu = M. Type Container also defaults nvidia.com/gpu to 0 (default and
@@ -216,8 +242,10 @@ struct ObjectPlan {
 // Only spec and gpuctl's label are compared, quantities by value ("1" equals "1000m").
 Result<ObjectPlan> plan_managed_object(const nlohmann::json& desired, const std::optional<nlohmann::json>& existing);
 
-// A new hard value below current use: the sentence that warns about it, or nullopt.
-// used: status.used of the existing quota, or the namespace's pod requests when not counted.
+// A new hard value below current use: the sentences that warn about it.
+// used: by resource ("nvidia.com/gpu"), status.used of the existing quota or the namespace's pod
+// requests when not counted; DRA keys by the key itself, from status.used only (claims are not
+// pods: without the controller's count there is nothing to warn about).
 std::vector<std::string> below_use_warnings(const QuotaSpec& spec, const std::map<std::string, std::int64_t>& used);
 
 struct ApplyResult {

@@ -13,6 +13,11 @@
 //    eviction: the DisruptionTarget condition) are replaced without counting against backoffLimit;
 //  - ttlSecondsAfterFinished kDefaultTtlAfterFinished, so finished jobs and their pods go away;
 //  - tolerations for the taints that mark the GPU nodes of the requested type, read from the nodes.
+//
+// GPUs as DRA devices (--device-class, or on its own when the cluster serves GPUs only through
+// DRA): instead of an extended-resource request, the pods claim `--gpus` devices of the class
+// through a ResourceClaimTemplate <job>-gpus (with --gpu-type, a CEL selector on the product),
+// created before the Job and owned by it once the Job exists, so deleting the Job removes it.
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,12 +36,20 @@ class Client;
 }
 
 namespace gpuctl::ops {
+struct DraInventory;
+}
+
+namespace gpuctl::ops {
 
 inline constexpr std::int64_t kDefaultBackoffLimit = 2;
 inline constexpr std::int64_t kDefaultTtlAfterFinishedSeconds = 7 * 24 * 3600;  // a week to read a failure
 inline constexpr std::string_view kSubmitContainerName = "main";
 inline constexpr std::string_view kManagedByLabel = "app.kubernetes.io/managed-by";
 inline constexpr std::string_view kDefaultColocateTopology = "kubernetes.io/hostname";
+// The pod's claim, its container's reference to it and its request in the template share this name.
+inline constexpr std::string_view kDeviceClaimName = "gpus";
+// NVIDIA's DeviceClass of full GPUs (kubernetes-sigs/dra-driver-nvidia-gpu's Helm chart).
+inline constexpr std::string_view kNvidiaGpuDeviceClass = "gpu.nvidia.com";
 
 // The flags as typed; "" (or an empty list) means "not given".
 struct SubmitFlags {
@@ -46,6 +59,7 @@ struct SubmitFlags {
   std::string gpus;
   std::string gpu_type;
   std::string gpu_resource;  // default nvidia.com/gpu; e.g. nvidia.com/mig-1g.10gb
+  std::string device_class;  // claim DRA devices of this DeviceClass instead
   std::string cpu, memory, cpu_limit, memory_limit;
   std::vector<std::string> env;      // K=V
   std::vector<std::string> volumes;  // CLAIM:/path[:ro]
@@ -76,6 +90,10 @@ struct SubmitSpec {
   std::optional<std::int64_t> gpus;
   std::string gpu_type;
   std::string gpu_resource = "nvidia.com/gpu";
+  bool gpu_resource_given = false;  // --gpu-resource was typed (never replaced by a device class)
+  // The DeviceClass the GPUs are claimed from: --device-class, or the one plan_submission chose
+  // (choose_device_class); "" for an extended-resource request.
+  std::string device_class;
   std::string cpu, memory, cpu_limit, memory_limit;  // quantities as typed (validated)
   std::vector<std::pair<std::string, std::string>> env;
   std::vector<VolumeSpec> volumes;
@@ -131,6 +149,8 @@ std::string requested_gpu_resource(const nlohmann::json& job);
 // The Job, and what gpuctl added or changed, for the person submitting it.
 struct BuiltJob {
   nlohmann::json job;
+  // The ResourceClaimTemplate the pods claim their devices through; null without a device class.
+  nlohmann::json claim_template;
   std::vector<std::string> notes;     // defaults applied ("tolerates nvidia.com/gpu:NoSchedule ...")
   std::vector<std::string> warnings;  // likely mistakes that are not errors (no GPU request, ...)
 };
@@ -144,6 +164,63 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
 // `explicit_namespace` tells whether -n was given.
 Result<BuiltJob> complete_job(nlohmann::json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
                               const std::string& namespace_name, bool explicit_namespace, std::string_view source);
+
+// ---- GPUs as DRA devices -----------------------------------------------------------------
+
+// "<job>-gpus": the ResourceClaimTemplate of a job.
+std::string claim_template_name(std::string_view job_name);
+
+// Pure: the ResourceClaimTemplate (resource.k8s.io/v1) of a flags-built job whose
+// spec.device_class is set: one request kDeviceClaimName, exactly {deviceClassName,
+// allocationMode ExactCount, count: --gpus}, with --gpu-type a CEL selector from
+// product_selector_expression(); labelled managed-by gpuctl.
+nlohmann::json build_claim_template(const SubmitSpec& spec, const std::string& namespace_name);
+
+// "2 devices of DeviceClass gpu.nvidia.com" from a template build_claim_template made.
+std::string describe_claim_template(const nlohmann::json& claim_template);
+
+// Whether the cluster serves `resource` as an extended resource: some node's allocatable (or
+// capacity) has it above zero.
+bool any_node_offers(const std::vector<nlohmann::json>& nodes, std::string_view resource);
+
+// Whether plan_submission needs the DRA objects: --device-class was given, or the flags ask for
+// nvidia.com/gpu that no node offers (the cluster may serve GPUs only through DRA).
+bool wants_dra(const SubmitSpec& spec, const std::vector<nlohmann::json>& nodes);
+
+struct DeviceClassChoice {
+  std::string device_class;  // "" : keep the extended-resource request
+  std::string notice;        // why gpuctl chose a class on its own, for stderr; "" otherwise
+};
+// Pure. --device-class: it must exist (invalid_argument naming the classes that do; a cluster
+// without resource.k8s.io/v1 is an error too). Without it, for flags asking for nvidia.com/gpu:
+// when no node offers it, no DeviceClass has it as extendedResourceName (the scheduler then
+// serves the request through DRA itself) and devices of NVIDIA's driver exist, the class
+// gpu.nvidia.com, with a notice that says so.
+Result<DeviceClassChoice> choose_device_class(const SubmitSpec& spec, const std::vector<nlohmann::json>& nodes,
+                                              const DraInventory& dra);
+
+// Pure: where a DRA job may run, as derive_gpu_placement says it for labelled nodes: no node
+// selector (the scheduler finds the devices), `products` the products of the devices the class
+// and --gpu-type match (type_found false when the class has devices and none matches, never
+// when a selector is outside what gpuctl evaluates), and tolerations for the taints every node
+// holding such devices carries.
+GpuPlacement derive_dra_placement(const std::vector<nlohmann::json>& nodes, const DraInventory& dra,
+                                  const SubmitSpec& spec);
+
+// What send_submission created (or, in a server dry run, what the server would have).
+struct SentSubmission {
+  nlohmann::json job;
+  nlohmann::json claim_template;      // null without one
+  std::vector<std::string> warnings;  // the template could not be tied to the job, ...
+};
+
+// Sends the claim template (when there is one) and then the Job, as send_job does; the template
+// first, so the pods find it. A refused Job takes its template back out (deleted with a uid
+// precondition), so nothing half-made is left; the error says so. After the Job exists, the
+// template gets an ownerReference to it (controller false, blockOwnerDeletion false), so the
+// garbage collector deletes it with the Job; when that fails the Job stands and a warning says
+// how to clean up. An existing template of that name is an error, never overwritten.
+Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& built, bool server_dry_run);
 
 // Sends the Job with strict field validation (an unknown or misspelt field is an error, not
 // dropped). With `server_dry_run`, dryRun=All, and a Pod built from the template is dry-run too,

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 
 namespace gpuctl::kube {
@@ -37,6 +38,10 @@ struct PreflightInput {
   // False when the cluster-wide pod list was forbidden: gpu-free-now and the claim-in-use
   // warning are skipped rather than reporting every GPU as free.
   bool pods_listed = true;
+  // The job's ResourceClaimTemplate when its pods claim DRA devices (BuiltJob::claim_template),
+  // null otherwise; `dra`: what collect_dra read (devices of complete pools, claims, classes).
+  nlohmann::json claim_template;
+  std::optional<DraInventory> dra;
 };
 
 enum class FindingSeverity { refusal, warning };
@@ -44,7 +49,9 @@ enum class FindingSeverity { refusal, warning };
 std::string_view to_string(FindingSeverity severity);
 
 struct PreflightFinding {
-  std::string check;  // "gpu-capacity", "gpu-free-now", "quota", "limit-range", "volume-claim"
+  // "gpu-type", "gpu-capacity", "gpu-free-now", "device-capacity", "device-free-now", "quota",
+  // "limit-range", "volume-claim"
+  std::string check;
   FindingSeverity severity = FindingSeverity::refusal;
   std::string message;  // one line with the numbers, e.g. `no schedulable node with product NVIDIA-H100-80GB-HBM3 has
                         // 16 GPUs: the largest has 8 (4 nodes of that product, 3 schedulable)`
@@ -55,8 +62,8 @@ struct PreflightCheck {
   std::vector<PreflightFinding> (*run)(const PreflightInput&);
 };
 
-// The checks as data, in the order they run: gpu-capacity, gpu-free-now, quota, limit-range,
-// volume-claim.
+// The checks as data, in the order they run: gpu-capacity, gpu-free-now, device-capacity,
+// device-free-now, quota, limit-range, volume-claim.
 const std::vector<PreflightCheck>& preflight_checks();
 // Every check's findings, in check order.
 std::vector<PreflightFinding> run_preflight(const PreflightInput& input);
@@ -72,13 +79,27 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input);
 // gpu-free-now (warning): such nodes exist, but not all of the job's concurrent pods
 // (min(parallelism, completions), 0 when suspended) fit on the GPUs free now.
 std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input);
+// device-capacity (refusal): for a job whose pods claim DRA devices, some node the pod could be
+// scheduled to (cordon, NoSchedule/NoExecute taints) holds the claim's count of devices the
+// class's and the claim's selectors match, that carry no NoSchedule/NoExecute device taint
+// (allocated ones count: they come free). A claim is allocated on one node, so devices are
+// never added across nodes. A selector outside the CEL subset, or devices not local to one
+// node, make it a warning that it cannot count, never a refusal. No claim template: no finding.
+std::vector<PreflightFinding> check_device_capacity(const PreflightInput& input);
+// device-free-now (warning): such nodes exist, but not all of the job's concurrent pods find
+// that many unallocated devices on one node now. Silent when the claims could not be listed.
+std::vector<PreflightFinding> check_device_free_now(const PreflightInput& input);
 // quota (refusal): every ResourceQuota whose scopes match the pod, for the keys the pod is
 // counted under (requests.<extended>, cpu/requests.cpu, memory/requests.memory,
 // requests.ephemeral-storage, pods, count/pods): used + per pod > hard refuses; so does
 // used + concurrent pods * per pod > hard. Missing status.used: warning (not counted yet).
 // Keys Kubernetes never enforces (nvidia.com/gpu, limits.nvidia.com/gpu) for a resource the pod
-// asks for: warning. PriorityClass-scoped quotas are skipped when the pod names no priority
-// class (the cluster's globalDefault class, unknown here, may apply); unknown scopes are skipped.
+// asks for: warning. A job claiming DRA devices is also counted, per pod, under
+// <class>.deviceclass.resource.k8s.io/devices (the claim's count),
+// count/resourceclaims.resource.k8s.io (one claim) and, for a class with an extendedResourceName,
+// requests.<that resource> (the claim's count, as DRAExtendedResource counts it), in quotas without scopes (scopes
+// select pods, and claims are no pods). PriorityClass-scoped quotas are skipped when the pod names no priority class
+// (the cluster's globalDefault class, unknown here, may apply); unknown scopes are skipped.
 std::vector<PreflightFinding> check_quota(const PreflightInput& input);
 // limit-range (refusal): LimitRange max/min for nvidia.com/* per Container and per Pod, as the
 // LimitRanger admission plugin applies them; a Container default that would give a GPU to a
@@ -110,10 +131,15 @@ nlohmann::json pod_from_job_template(const nlohmann::json& job);
 struct SubmitPlan {
   BuiltJob built;
   std::vector<PreflightFinding> findings;  // a GPU type no node offers first, then run_preflight's
+  // What gpuctl decided on its own that the submitter should know (a device class chosen because
+  // the cluster serves GPUs only through DRA), for stderr.
+  std::vector<std::string> notices;
 };
-// Reads the nodes once (which label names the product, which taints mark the pools), builds the
-// Job from the flags or completes the manifest (`manifest` is used when spec.from_manifest), and
-// runs every pre-flight check over what collect_preflight_input reads. Sends nothing.
+// Reads the nodes once (which label names the product, which taints mark the pools), and the DRA
+// objects when the job may claim devices (wants_dra: then choose_device_class, and the placement
+// from the devices), builds the Job from the flags or completes the manifest (`manifest` is used
+// when spec.from_manifest), and runs every pre-flight check over what collect_preflight_input
+// reads. Sends nothing.
 Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec, const nlohmann::json& manifest,
                                    const std::string& namespace_name, bool explicit_namespace, std::string_view source);
 
