@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fakes/dra_objects.hpp"
 #include "fakes/test_support.hpp"
 #include "gpuctl/ops/backup/backup.hpp"
 #include "gpuctl/ops/restore/restore.hpp"
@@ -17,35 +18,16 @@ namespace {
 
 const ops::BackupKind& kind(std::string_view name) { return *ops::find_backup_kind(name); }
 
-json user_claim() {
-  return json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
-    "metadata": {"name": "shared-gpu", "namespace": "team-a", "uid": "c1", "resourceVersion": "9",
-                 "finalizers": ["resource.kubernetes.io/delete-protection"]},
-    "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
-    "status": {"allocation": {"devices": {"results": [{"request": "gpu", "driver": "gpu.nvidia.com",
-               "pool": "node1", "device": "gpu-0"}]}}, "reservedFor": [{"resource": "pods", "name": "p", "uid": "u"}]}})");
-}
+json user_claim() { return gpuctl::testing::dra::claim("team-a", "shared-gpu", "node1", {"gpu-0"}); }
 
-json pod_claim() {
-  json c = user_claim();
-  c["metadata"]["name"] = "train-0-gpu-x7k9m";
-  c["metadata"]["ownerReferences"] =
-      json::parse(R"([{"apiVersion": "v1", "kind": "Pod", "name": "train-0", "uid": "p1", "controller": true}])");
-  return c;
-}
+json pod_claim() { return gpuctl::testing::dra::claim("team-a", "train-0-gpu-x7k9m", "node1", {"gpu-1"}, "train-0"); }
 
 json extended_claim() {
-  json c = user_claim();
-  c["metadata"]["name"] = "gpu-pod-extended-resources-abcde";
-  c["metadata"]["annotations"] = {{"resource.kubernetes.io/extended-resource-claim", "true"}};
-  return c;
+  return gpuctl::testing::dra::claim("team-a", "gpu-pod-extended-resources-abcde", "node1", {"gpu-2"}, "gpu-pod", true);
 }
 
 json slice() {
-  return json::parse(R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
-    "metadata": {"name": "node1-gpu.nvidia.com-abc12"},
-    "spec": {"driver": "gpu.nvidia.com", "nodeName": "node1", "pool": {"name": "node1", "generation": 1,
-             "resourceSliceCount": 1}, "devices": [{"name": "gpu-0"}]}})");
+  return gpuctl::testing::dra::slice("node1", json::array({gpuctl::testing::dra::gpu_device("gpu-0", "GPU-0")}));
 }
 
 json claim_template() {
@@ -95,7 +77,7 @@ TEST_CASE("backup: a claim a user made is kept without status, the claims made f
 
   json kept = ops::strip_for_backup(kind("resourceclaims"), user_claim());
   CHECK_FALSE(kept.contains("status"));
-  CHECK(kept["metadata"] == json({{"name", "shared-gpu"}, {"namespace", "team-a"}}));
+  CHECK(kept["metadata"] == json({{"name", "shared-gpu"}, {"namespace", "team-a"}}));  // no creationTimestamp
   CHECK(kept["spec"] == user_claim()["spec"]);
 }
 
@@ -151,7 +133,7 @@ TEST_CASE("restore_plan: a kubectl export's slices and pod claims are named and 
   CHECK(source->objects[1].name == "shared-gpu");
   CHECK_FALSE(source->objects[1].object.contains("status"));
   REQUIRE(source->ignored.size() == 3);
-  CHECK(source->ignored[0].starts_with("ResourceSlice node1-gpu.nvidia.com-abc12: published by its DRA driver"));
+  CHECK(source->ignored[0].starts_with("ResourceSlice node1-gpu.nvidia.com-a: published by its DRA driver"));
   CHECK(source->ignored[1].starts_with("ResourceClaim team-a/train-0-gpu-x7k9m: made for pod train-0"));
   CHECK(source->ignored[2].starts_with("ResourceClaim team-a/gpu-pod-extended-resources-abcde: made by the scheduler"));
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "fakes/dra_objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/dra/device_taint.hpp"
 
@@ -18,9 +19,8 @@ const ops::DraDeviceId kId{"gpu.nvidia.com", "node1", "gpu-0"};
 
 json slice(const std::string& node, const std::string& driver, std::vector<std::string> devices) {
   json d = json::array();
-  for (const auto& name : devices) d.push_back({{"name", name}});
-  return {{"metadata", {{"name", node + "-" + driver}}},
-          {"spec", {{"driver", driver}, {"nodeName", node}, {"pool", {{"name", node}}}, {"devices", d}}}};
+  for (const auto& name : devices) d.push_back(gpuctl::testing::dra::gpu_device(name, "GPU-" + name));
+  return gpuctl::testing::dra::slice(node, d, 1, 1, driver);
 }
 
 json rule(const std::string& name, json selector, const std::string& key, const std::string& value,

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "fakes/cli_harness.hpp"
+#include "fakes/dra_objects.hpp"
 #include "gpuctl/ops/dra/device_taint.hpp"
 
 using json = nlohmann::json;
@@ -39,21 +40,11 @@ void serve_discovery(FakeTransport& fake, int times, bool taint_rules = true) {
 }
 
 json node1_slice() {
-  return {{"metadata", {{"name", "node1-gpu.nvidia.com-a"}}},
-          {"spec",
-           {{"driver", "gpu.nvidia.com"},
-            {"nodeName", "node1"},
-            {"pool", {{"name", "node1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
-            {"devices", json::array({{{"name", "gpu-0"}}, {{"name", "gpu-1"}}})}}}};
+  using namespace gpuctl::testing::dra;
+  return slice("node1", json::array({gpu_device("gpu-0", "GPU-0"), gpu_device("gpu-1", "GPU-1")}));
 }
 
-json held_claim() {
-  return json::parse(R"({"metadata": {"name": "train-gpu", "namespace": "team-a"},
-    "spec": {"devices": {"requests": [{"name": "gpus", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
-    "status": {"allocation": {"devices": {"results": [
-      {"request": "gpus", "driver": "gpu.nvidia.com", "pool": "node1", "device": "gpu-0"}]}},
-      "reservedFor": [{"resource": "pods", "name": "train-0", "uid": "p1"}]}})");
-}
+json held_claim() { return gpuctl::testing::dra::claim("team-a", "train-gpu", "node1", {"gpu-0"}, "train-0"); }
 
 // What one run that adds a blocking taint reads before writing: the slices of node1 (and, for
 // the pre-flight, every slice and claim), with `claims` holding the devices.
