@@ -14,6 +14,9 @@ const std::vector<ExitCodeDoc>& exit_code_docs() {
       {"3", "refused by a pre-flight check (submit, diagnose --quarantine's circuit breaker): nothing was changed"},
       {"4", "diagnose found something at or above --fail-on"},
       {"5", "diagnose found nothing at or above --fail-on, but some checks could not run"},
+      {"6",
+       "the cluster does not serve an API the request needs (taint --device: DeviceTaintRules); nothing was "
+       "changed"},
       {"1-255", "submit --wait/--follow: the job failed; its failed container's exit code"},
       {"124", "submit --wait/--follow: the job ran past --active-deadline"},
       {"125", "submit --wait/--follow: the job failed with no container exit code"},
@@ -26,6 +29,7 @@ const std::vector<ExitCodeDoc>& exit_code_docs() {
 ExitCode exit_code_for(const Error& error) {
   switch (error.code) {
     case Errc::invalid_argument: return ExitCode::usage;
+    case Errc::not_served: return ExitCode::not_served;
     case Errc::config:
     case Errc::transport:
     case Errc::api:

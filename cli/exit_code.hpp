@@ -16,6 +16,7 @@ enum class ExitCode : int {
   refused = 3,     // a pre-flight check refused the request (gpuctl submit without --force)
   findings = 4,    // gpuctl diagnose found something at or above --fail-on
   incomplete = 5,  // gpuctl diagnose found nothing at or above --fail-on, but some checks could not run
+  not_served = 6,  // the cluster does not serve an API the request needs (taint --device without DeviceTaintRules)
   // gpuctl submit --wait/--follow: a job that failed returns its failed container's exit code
   // (1-255) when it has one; these two say why when it has none.
   job_deadline_exceeded = 124,  // the Job ran past activeDeadlineSeconds (as timeout(1) does)
@@ -46,8 +47,8 @@ ExitCode exit_code_for_job(bool succeeded, std::string_view failure_reason, std:
 // gpuctl diagnose: findings win over an incomplete run; 0 only when every selected check ran
 // and none found anything at or above the threshold.
 ExitCode exit_code_for_diagnosis(bool found_at_threshold, bool some_checks_skipped);
-// invalid_argument is the user's input (2); cancelled is interrupted_exit_code(); everything
-// else is a failure to carry out (1).
+// invalid_argument is the user's input (2); not_served is 6; cancelled is interrupted_exit_code();
+// everything else is a failure to carry out (1).
 ExitCode exit_code_for(const Error& error);
 // interrupted after SIGINT (also when no signal is recorded), terminated after SIGTERM.
 ExitCode interrupted_exit_code();

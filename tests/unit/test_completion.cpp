@@ -81,6 +81,8 @@ TEST_CASE("completion: what needs the cluster, the kubeconfig or the file system
   // Every word after the node names is one too (NODE...), and the -l value is a label key.
   CHECK(t.analyse({"drain", "gpu-1", "--ignore-daemonsets", ""}).from_cluster == ValueKind::node);
   CHECK(t.analyse({"gpus", "-l", ""}).from_cluster == ValueKind::label_key);
+  // taint --device NODE/DEVICE starts with the node's name.
+  CHECK(t.analyse({"taint", "--device", "gpu-"}).from_cluster == ValueKind::node);
   CHECK(t.analyse({"quota", "set", ""}).from_cluster == ValueKind::namespace_);
   CHECK(t.analyse({"-n", ""}).from_cluster == ValueKind::namespace_);
   CHECK(t.analyse({"--context", ""}).from_cluster == ValueKind::context);

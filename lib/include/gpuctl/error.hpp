@@ -20,6 +20,7 @@ enum class Errc {
   parse,             // data from the server or a node is malformed
   process,           // a child process (exec plugin, ssh) could not run or failed
   timeout,           // an operation ran past its deadline
+  not_served,        // the cluster does not serve an API the request needs (an API version or feature gate off)
   cancelled,         // the caller asked to stop (signal)
   internal,          // a bug in gpuctl
 };

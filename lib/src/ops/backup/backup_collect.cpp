@@ -77,9 +77,10 @@ void add_template_references(const json& owner, References& refs) {
 }
 
 // Is the listed object one an admin restores? Built-in PriorityClasses, the per-namespace root
-// CA ConfigMap and service account tokens are the server's own.
+// CA ConfigMap and service account tokens are the server's own; claims made for pods, theirs.
 bool wanted(const BackupKind& kind, const json& object, const BackupOptions& options, BackupContents& out) {
   if (kind.resource == "priorityclasses") return !kube::name_of(object).starts_with("system-");
+  if (kind.resource == "resourceclaims") return claim_left_out_reason(object).empty();
   if (kind.resource == "daemonsets") return looks_like_device_plugin(object);
   if (kind.resource == "jobs") {
     if (!options.all_jobs && !job_requests_gpu(object)) return false;

@@ -4,8 +4,11 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
+
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/backup/backup.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 
 namespace gpuctl::ops {
 namespace {
@@ -26,6 +29,8 @@ const std::vector<BackupKind> kKinds = {
     {"configmaps", "", "v1", "ConfigMap", true, false},
     {"secrets", "", "v1", "Secret", true, false},
     {"devicetaintrules", "resource.k8s.io", "", "DeviceTaintRule", false, true},
+    {"resourceclaimtemplates", "resource.k8s.io", "", "ResourceClaimTemplate", true, true},
+    {"resourceclaims", "resource.k8s.io", "", "ResourceClaim", true, true},
     {"clusterpolicies", "nvidia.com", "", "ClusterPolicy", false, true},
     {"resourceflavors", "kueue.x-k8s.io", "", "ResourceFlavor", false, true},
     {"cohorts", "kueue.x-k8s.io", "", "Cohort", false, true},
@@ -179,6 +184,31 @@ const BackupKind* find_backup_kind(std::string_view name) {
     if (wanted + "s" == k.resource) return &k;
   }
   return nullptr;
+}
+
+std::string claim_left_out_reason(const nlohmann::json& claim) {
+  if (kube::annotation_of(claim, kExtendedResourceClaimAnnotation)) {
+    return "made by the scheduler for a pod's extended-resource request; it makes it again for the pod, so it is "
+           "never backed up or restored";
+  }
+  for (const auto& owner : kube::array_field(kube::field(claim, "metadata"), "ownerReferences")) {
+    if (kube::string_field(owner, "kind") == "Pod") {
+      return fmt::format(
+          "made for pod {} from its claim template; the pod's controller makes it again, so it is never "
+          "backed up or restored",
+          kube::string_field(owner, "name"));
+    }
+  }
+  return "";
+}
+
+std::string left_out_reason(const nlohmann::json& object) {
+  if (!kube::string_field(object, "apiVersion").starts_with("resource.k8s.io/")) return "";
+  const std::string kind = kube::string_field(object, "kind");
+  if (kind == "ResourceSlice") {
+    return "published by its DRA driver for the devices it finds on the node; never backed up or restored";
+  }
+  return kind == "ResourceClaim" ? claim_left_out_reason(object) : "";
 }
 
 const BackupKind* backup_kind_of(const nlohmann::json& object) {

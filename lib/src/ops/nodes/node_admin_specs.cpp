@@ -28,8 +28,13 @@ constexpr std::string_view kNameRule =
     "must be 63 characters or less, begin and end with an alphanumeric character ([a-z0-9A-Z]) with dashes (-), "
     "underscores (_), dots (.), and alphanumerics between";
 
-bool is_valid_effect(std::string_view effect) {
-  return effect == "NoSchedule" || effect == "PreferNoSchedule" || effect == "NoExecute";
+bool is_valid_effect(std::string_view effect, TaintTarget target) {
+  if (effect == "NoSchedule" || effect == "NoExecute") return true;
+  return effect == (target == TaintTarget::node ? "PreferNoSchedule" : "None");
+}
+
+std::string_view effects_of(TaintTarget target) {
+  return target == TaintTarget::node ? "NoSchedule, PreferNoSchedule, NoExecute" : "None, NoSchedule, NoExecute";
 }
 
 }  // namespace
@@ -68,7 +73,7 @@ bool looks_like_taint_spec(std::string_view text) {
   return text.find(':') != std::string_view::npos || text.find('=') != std::string_view::npos || text.ends_with('-');
 }
 
-Result<TaintSpec> parse_taint_spec(std::string_view text) {
+Result<TaintSpec> parse_taint_spec(std::string_view text, TaintTarget target) {
   TaintSpec spec;
   std::string_view body = text;
   if (body.ends_with('-')) {
@@ -79,17 +84,19 @@ Result<TaintSpec> parse_taint_spec(std::string_view text) {
   if (auto colon = body.rfind(':'); colon != std::string_view::npos) {
     key_value = body.substr(0, colon);
     spec.taint.effect = std::string(body.substr(colon + 1));
-    if (!is_valid_effect(spec.taint.effect)) {
-      return fail(
-          invalid(fmt::format("invalid taint spec \"{}\": effect \"{}\" is not one of NoSchedule, "
-                              "PreferNoSchedule, NoExecute",
-                              text, spec.taint.effect)));
+    if (!is_valid_effect(spec.taint.effect, target)) {
+      return fail(invalid(fmt::format("invalid taint spec \"{}\": effect \"{}\" is not one of {}{}", text,
+                                      spec.taint.effect, effects_of(target),
+                                      target == TaintTarget::device && spec.taint.effect == "PreferNoSchedule"
+                                          ? " (a device taint has no PreferNoSchedule)"
+                                          : "")));
     }
   } else if (!spec.remove) {
-    return fail(
-        invalid(fmt::format("invalid taint spec \"{}\": an added taint needs an effect, as in "
-                            "KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute",
-                            text)));
+    std::string effects(effects_of(target));
+    std::ranges::replace(effects, ',', '|');
+    std::erase(effects, ' ');
+    return fail(invalid(
+        fmt::format("invalid taint spec \"{}\": an added taint needs an effect, as in KEY[=VALUE]:{}", text, effects)));
   }
   std::string_view key = key_value;
   if (auto eq = key_value.find('='); eq != std::string_view::npos) {

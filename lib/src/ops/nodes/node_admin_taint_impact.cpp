@@ -1,5 +1,7 @@
 // What a new taint means for the pods already on a node: who tolerates it, who would be kept
 // away or evicted, and the pre-flight verdict of `gpuctl taint`.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,22 +14,23 @@ namespace gpuctl::ops {
 
 using json = nlohmann::json;
 
+bool toleration_matches(const json& t, const kube::Taint& taint) {
+  if (!t.is_object()) return false;
+  std::string effect = kube::string_field(t, "effect");
+  std::string key = kube::string_field(t, "key");
+  std::string op = kube::string_field(t, "operator");
+  if (op.empty()) op = "Equal";
+  if (!effect.empty() && effect != taint.effect) return false;
+  if (!key.empty() && key != taint.key) return false;
+  if (op == "Exists") return true;  // an empty key with Exists tolerates every taint
+  return !key.empty() && kube::string_field(t, "value") == taint.value;
+}
+
 bool tolerates(const json& pod, const kube::Taint& taint) {
   const json* tolerations = nullptr;
   if (pod.contains("spec") && pod["spec"].contains("tolerations")) tolerations = &pod["spec"]["tolerations"];
   if (tolerations == nullptr || !tolerations->is_array()) return false;
-  for (const auto& t : *tolerations) {
-    if (!t.is_object()) continue;
-    std::string effect = kube::string_field(t, "effect");
-    std::string key = kube::string_field(t, "key");
-    std::string op = kube::string_field(t, "operator");
-    if (op.empty()) op = "Equal";
-    if (!effect.empty() && effect != taint.effect) continue;
-    if (!key.empty() && key != taint.key) continue;
-    if (op == "Exists") return true;  // an empty key with Exists tolerates every taint
-    if (!key.empty() && kube::string_field(t, "value") == taint.value) return true;
-  }
-  return false;
+  return std::ranges::any_of(*tolerations, [&](const json& t) { return toleration_matches(t, taint); });
 }
 
 std::vector<std::string> pods_not_tolerating(const std::vector<json>& pods, const kube::Taint& taint) {

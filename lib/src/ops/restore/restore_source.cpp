@@ -24,6 +24,11 @@ std::string describe(const json& object) {
 }
 
 void add_export_object(json object, RestoreSource& out) {
+  // What the cluster makes again by itself (slices, claims made for pods) is named, not restored.
+  if (std::string reason = left_out_reason(object); !reason.empty()) {
+    out.ignored.push_back(fmt::format("{}: {}", describe(object), reason));
+    return;
+  }
   const BackupKind* kind = backup_kind_of(object);
   if (kind == nullptr) {
     out.ignored.push_back(fmt::format("{}: gpuctl does not restore this kind", describe(object)));

@@ -1,7 +1,8 @@
 #pragma once
 // `gpuctl backup`: the cluster's GPU admin state (node labels, taints and cordons, namespaces,
 // quotas and limits, classes, volumes' definitions, GPU Jobs, the device plugin's DaemonSet and
-// configuration, DRA, Kueue, KAI and GPU Operator objects where served) read into one archive of
+// configuration, DRA (device classes, taint rules, claim templates, user-made claims), Kueue,
+// KAI and GPU Operator objects where served) read into one archive of
 // readable YAML, one file per object, with a manifest of counts and checksums. What is kept is
 // what recreates the object: status and server-set fields are stripped (backup_kinds.cpp).
 #include <cstdint>
@@ -44,6 +45,16 @@ const BackupKind* find_backup_kind(std::string_view name);
 // The kind of an object read from a file, by apiVersion's group and kind; nullptr when gpuctl
 // does not back it up.
 const BackupKind* backup_kind_of(const nlohmann::json& object);
+
+// Why an object is never kept although gpuctl may see it, or "" when nothing says so: a DRA
+// ResourceSlice (its driver publishes it again for what is on the node), and a ResourceClaim
+// made for a pod (owned by it: from the pod's claim template) or by the scheduler (annotation
+// resource.kubernetes.io/extended-resource-claim): the pod's controller or the scheduler makes it
+// again, and a restored copy would hold devices for a pod that is gone. Only the claims users
+// made themselves are kept, without status. Pure; restore asks it of a kubectl export's objects
+// (by apiVersion and kind), backup of each listed claim (list items carry neither).
+std::string left_out_reason(const nlohmann::json& object);
+std::string claim_left_out_reason(const nlohmann::json& claim);
 
 struct BackupOptions {
   // Node labels, annotations and taints kept: those whose key starts with one of these; empty:

@@ -40,9 +40,12 @@ struct TaintSpec {
   kube::Taint taint;  // effect empty in a removal by key ("KEY-"), which removes every effect
   bool remove = false;
 };
+// What is tainted decides the effects the API takes: a node's are NoSchedule, PreferNoSchedule
+// and NoExecute; a DRA device's (a DeviceTaint) are None, NoSchedule and NoExecute.
+enum class TaintTarget { node, device };
 // "KEY[=VALUE]:EFFECT" adds, "KEY[=VALUE]:EFFECT-" and "KEY-" remove. Errc::invalid_argument
 // with a message that names the spec and the rule it breaks.
-Result<TaintSpec> parse_taint_spec(std::string_view text);
+Result<TaintSpec> parse_taint_spec(std::string_view text, TaintTarget target = TaintTarget::node);
 bool looks_like_taint_spec(std::string_view text);  // contains ':' or ends in '-' (kubectl's split)
 
 struct LabelSpec {
@@ -111,6 +114,9 @@ using NodeVerifier = std::function<std::vector<NodeVerification>(const std::vect
 // Pods on a node that a new NoSchedule/NoExecute taint would not be tolerated by: NoSchedule
 // keeps them running but could not have placed them; NoExecute evicts them.
 bool tolerates(const nlohmann::json& pod, const kube::Taint& taint);
+// One toleration ({key, operator, value, effect}) against a taint, as the scheduler matches them;
+// a pod's and a device request's tolerations have the same shape.
+bool toleration_matches(const nlohmann::json& toleration, const kube::Taint& taint);
 std::vector<std::string> pods_not_tolerating(const std::vector<nlohmann::json>& pods, const kube::Taint& taint);
 
 // The non-terminal pods bound to each of these nodes: one list per node for a few nodes, one
