@@ -252,3 +252,18 @@ std::string driver_source(const Snapshot& snapshot, const std::string& node) {
 }
 
 }  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+const DraInventory* dra_of(const Snapshot& snapshot) {
+  return snapshot.dra && snapshot.dra->served ? &*snapshot.dra : nullptr;
+}
+
+std::string dra_claims_unread(const DraInventory& inventory) {
+  for (const auto& w : inventory.warnings) {
+    if (w.find("resourceclaims") != std::string::npos) return w;
+  }
+  return "";
+}
+
+}  // namespace gpuctl::ops::diagnose::support

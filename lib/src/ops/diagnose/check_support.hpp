@@ -110,3 +110,16 @@ std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nl
 std::string driver_source(const Snapshot& snapshot, const std::string& node);
 
 }  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+// --- GPUs as DRA devices (Source::dra) ---
+
+// The snapshot's DRA inventory; nullptr when it was not read or the cluster does not serve
+// resource.k8s.io/v1 (then the DRA checks have nothing to say).
+const DraInventory* dra_of(const Snapshot& snapshot);
+// Why the inventory's ResourceClaims could not be read (its warning, e.g. a 403), "" when they
+// were: then who holds a device, and which claims exist, are not known.
+std::string dra_claims_unread(const DraInventory& inventory);
+
+}  // namespace gpuctl::ops::diagnose::support
