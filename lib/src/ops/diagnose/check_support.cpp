@@ -259,9 +259,10 @@ const DraInventory* dra_of(const Snapshot& snapshot) {
   return snapshot.dra && snapshot.dra->served ? &*snapshot.dra : nullptr;
 }
 
-std::string dra_claims_unread(const DraInventory& inventory) {
+std::string dra_unread(const DraInventory& inventory, std::string_view plural) {
+  // collect_dra's warnings start with the list's name: "resourceclaims could not be listed ...".
   for (const auto& w : inventory.warnings) {
-    if (w.find("resourceclaims") != std::string::npos) return w;
+    if (w.starts_with(plural) && w.size() > plural.size() && w[plural.size()] == ' ') return w;
   }
   return "";
 }

@@ -118,8 +118,9 @@ namespace gpuctl::ops::diagnose::support {
 // The snapshot's DRA inventory; nullptr when it was not read or the cluster does not serve
 // resource.k8s.io/v1 (then the DRA checks have nothing to say).
 const DraInventory* dra_of(const Snapshot& snapshot);
-// Why the inventory's ResourceClaims could not be read (its warning, e.g. a 403), "" when they
-// were: then who holds a device, and which claims exist, are not known.
-std::string dra_claims_unread(const DraInventory& inventory);
+// Why the inventory's list of `plural` (resourceclaims, devicetaintrules) could not be read: its
+// warning (a 403), "" when it was. Without the claims, who holds a device and which claims exist
+// are not known; without the rules, the taints they add.
+std::string dra_unread(const DraInventory& inventory, std::string_view plural);
 
 }  // namespace gpuctl::ops::diagnose::support

@@ -199,6 +199,15 @@ class NodeScope {
   std::optional<std::set<std::string>> names_;
 };
 
+Finding rule_blind_finding(std::string summary) {
+  Finding f;
+  f.check = "dra-device-tainted";
+  f.severity = Severity::info;
+  f.object = {"DeviceTaintRule", "", ""};
+  f.summary = std::move(summary);
+  return f;
+}
+
 bool is_nvidia_gpu(const DraDevice& d) {
   return d.driver == kNvidiaDraDriver && (d.type == DraDeviceType::gpu || d.type == DraDeviceType::mig);
 }
@@ -210,10 +219,31 @@ std::vector<Finding> check_dra_device_tainted(const Snapshot& snapshot) {
   const DraInventory* inventory = dra_of(snapshot);
   if (inventory == nullptr) return out;
   NodeScope scope(snapshot);
-  const std::string unread = dra_claims_unread(*inventory);
+  const std::string unread = dra_unread(*inventory, "resourceclaims");
   for (const auto& d : inventory->devices) {
     if (d.taints.empty() || d.driver != kNvidiaDraDriver || !scope.has(d.node)) continue;
     out.push_back(tainted_finding(*inventory, d, unread));
+  }
+  // What the rules taint is not known when they cannot be read or their CEL cannot be evaluated:
+  // said, so that a quiet report is not read as "no rule quarantines a GPU".
+  if (std::string rules = dra_unread(*inventory, "devicetaintrules"); !rules.empty()) {
+    Finding f =
+        rule_blind_finding("DeviceTaintRules could not be read, so the taints they add to devices are not known");
+    f.evidence.push_back({"list devicetaintrules", rules, ""});
+    f.remedy = {"grant gpuctl's user list on devicetaintrules.resource.k8s.io"};
+    out.push_back(std::move(f));
+  }
+  for (const auto& rule : inventory->taint_rules) {
+    if (rule.unresolved.empty()) continue;
+    Finding f = rule_blind_finding(fmt::format(
+        "DeviceTaintRule {} ({}) selects devices by CEL gpuctl could not evaluate ({}): {} device(s) known to be "
+        "tainted by it, others may be",
+        rule.name, taint_text(rule.taint), rule.unresolved, rule.devices_matched));
+    f.object = {"DeviceTaintRule", "", rule.name};
+    for (const auto& cel : rule.selectors)
+      f.evidence.push_back({fmt::format("DeviceTaintRule {} selector", rule.name), cel, ""});
+    f.remedy = {fmt::format("kubectl get devicetaintrule {} -o yaml", rule.name)};
+    out.push_back(std::move(f));
   }
   return out;
 }

@@ -206,7 +206,7 @@ std::vector<Finding> check_dra_claim_unallocated(const Snapshot& snapshot) {
   std::vector<Finding> out;
   const DraInventory* inventory = dra_of(snapshot);
   if (inventory == nullptr) return out;
-  if (std::string unread = dra_claims_unread(*inventory); !unread.empty()) {
+  if (std::string unread = dra_unread(*inventory, "resourceclaims"); !unread.empty()) {
     // Without the claims, a pending pod's claim would look missing: say what is not known instead.
     Finding f;
     f.check = "dra-claim-unallocated";
@@ -238,7 +238,7 @@ std::vector<Finding> check_dra_class_matches_nothing(const Snapshot& snapshot) {
   std::vector<Finding> out;
   const DraInventory* inventory = dra_of(snapshot);
   if (inventory == nullptr) return out;
-  const bool claims_known = dra_claims_unread(*inventory).empty();
+  const bool claims_known = dra_unread(*inventory, "resourceclaims").empty();
   for (const auto& cls : inventory->classes) {
     std::size_t unknown = 0;
     std::string problem;

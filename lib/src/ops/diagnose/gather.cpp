@@ -276,6 +276,19 @@ DraReading start_dra(kube::Client& client) {
   return std::async(std::launch::async, [&client] { return collect_dra(client); });
 }
 
+// The DRA checks stand on the slices and the classes: with either refused they would pass on
+// nothing, so the source is unavailable. Refused claims or taint rules are said by the checks
+// that read them (who holds a device, what a rule taints are not known).
+void record_dra(Snapshot& snapshot, DraInventory inventory) {
+  for (const auto& w : inventory.warnings) {
+    if (w.starts_with("resourceslices ") || w.starts_with("deviceclasses ")) {
+      snapshot.unavailable[Source::dra] = w;
+      return;
+    }
+  }
+  snapshot.dra = std::move(inventory);
+}
+
 void record_probes(Snapshot& snapshot, Result<std::vector<NodeProbe>> probed) {
   if (!probed) {
     snapshot.unavailable[Source::node_probes] = probed.error().message;
@@ -344,7 +357,7 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
   if (dra) {
     Result<DraInventory> inventory = dra->get();
     if (inventory) {
-      snapshot.dra = std::move(*inventory);
+      record_dra(snapshot, std::move(*inventory));
     } else if (stops_everything(inventory.error())) {
       if (!fatal) fatal = inventory.error();
     } else {
