@@ -61,16 +61,9 @@ DraClaim holding(DraClaim c, const DraDevice& dev, const std::string& pod_name) 
 d::Snapshot with_dra(DraInventory inventory, std::map<Source, std::vector<json>> lists = {}) {
   d::Snapshot s = snapshot(std::move(lists));
   inventory.served = true;
+  inventory.index_claims();  // as build_dra_inventory does: holder() reads the index
   s.dra = std::move(inventory);
   return s;
-}
-
-std::vector<Finding> of_check(const std::vector<Finding>& all, const std::string& id) {
-  std::vector<Finding> out;
-  for (const auto& f : all) {
-    if (f.check == id) out.push_back(f);
-  }
-  return out;
 }
 
 }  // namespace
@@ -155,7 +148,8 @@ TEST_CASE("diagnose dra: dra-device-tainted is silent on healthy devices, other 
   // -l selected only gpu-a: gpu-b is not in this diagnosis.
   CHECK(d::check_dra_device_tainted(with_dra(inv, {{Source::nodes, {h100_node("gpu-a", 0, 0)}}})).empty());
   // Who holds a device is unknown when the claims could not be read: said, never "nobody".
-  inv.warnings = {"resourceclaims: forbidden: User \"ops\" cannot list resource \"resourceclaims\""};
+  inv.warnings = {
+      "resourceclaims could not be listed (forbidden): User \"ops\" cannot list resource \"resourceclaims\""};
   auto blind = d::check_dra_device_tainted(with_dra(inv));
   REQUIRE(blind.size() == 1);
   CHECK(contains(blind[0].summary, "who holds it is not known (resourceclaims could not be read)"));
@@ -305,7 +299,8 @@ TEST_CASE("diagnose dra: a claim that does not exist, a class that does not exis
                  "gpus 1 of class gpu.nvidia.com-typo: device class gpu.nvidia.com-typo does not exist"));
 
   // Without the claims list a claim would look missing: one info finding says what is not known.
-  inv.warnings = {"resourceclaims: forbidden: User \"ops\" cannot list resource \"resourceclaims\""};
+  inv.warnings = {
+      "resourceclaims could not be listed (forbidden): User \"ops\" cannot list resource \"resourceclaims\""};
   inv.claims.clear();
   auto blind = d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {named, odd}}}));
   REQUIRE(blind.size() == 1);
@@ -350,6 +345,12 @@ TEST_CASE("diagnose dra: a class that matches nothing is a warning when claimed,
   REQUIRE(claimed.size() == 1);
   CHECK(claimed[0].severity == Severity::warning);
   CHECK(contains(claimed[0].summary, "; 1 claim(s) request it and cannot be allocated: ml/a"));
+  empty.claims.clear();
+  empty.warnings = {"resourceclaims could not be listed (forbidden): resourceclaims.resource.k8s.io is forbidden"};
+  auto unknown = d::check_dra_class_matches_nothing(with_dra(empty));
+  REQUIRE(unknown.size() == 1);
+  CHECK(unknown[0].severity == Severity::info);
+  CHECK(contains(unknown[0].summary, "; whether a claim requests it is not known (resourceclaims could not be read)"));
 
   DraInventory inv = cluster_of_four();
   CHECK(d::check_dra_class_matches_nothing(with_dra(inv)).empty());  // no selectors: every device

@@ -200,6 +200,69 @@ Finding claim_finding(const Snapshot& snapshot, const DraInventory& inventory, c
   return f;
 }
 
+// Whether any published device satisfies the class; how many could not be judged, and why.
+struct Reach {
+  bool matched = false;
+  std::size_t unknown = 0;
+  std::string problem;
+};
+
+Reach reach_of(const DraInventory& inventory, const DraDeviceClass& cls) {
+  Reach reach;
+  for (const auto& d : inventory.devices) {
+    CelVerdict v = evaluate_device_selectors(cls.selectors, d);
+    if (v.matches()) return {true, 0, ""};
+    if (v.kind == CelVerdict::Kind::unsupported && reach.unknown++ == 0) reach.problem = v.problem;
+  }
+  return reach;
+}
+
+std::vector<std::string> claims_requesting(const DraInventory& inventory, const std::string& device_class) {
+  std::vector<std::string> out;
+  for (const auto& c : inventory.claims) {
+    bool asks = std::any_of(c.requests.begin(), c.requests.end(),
+                            [&](const DraClaimRequest& r) { return r.device_class == device_class; });
+    if (asks) out.push_back(c.namespace_name + "/" + c.name);
+  }
+  return out;
+}
+
+Finding class_finding(const DraInventory& inventory, const DraDeviceClass& cls, const Reach& reach) {
+  Finding f;
+  f.check = "dra-class-matches-nothing";
+  f.object = {"DeviceClass", "", cls.name};
+  const std::size_t n = inventory.devices.size();
+  if (reach.unknown > 0) {
+    // Unknown is not "none": the class may well match, so nothing stronger than info is said.
+    f.severity = Severity::info;
+    f.summary = fmt::format(
+        "DeviceClass {}: no published device is known to match it; its selectors could not be evaluated for {} of "
+        "the {} device(s) ({})",
+        cls.name, reach.unknown, n, reach.problem);
+  } else {
+    std::vector<std::string> claims = claims_requesting(inventory, cls.name);
+    f.severity = claims.empty() ? Severity::info : Severity::warning;
+    f.summary = fmt::format("DeviceClass {} matches none of the {} published device(s)", cls.name, n);
+    if (!inventory.pool_problems.empty())
+      f.summary += fmt::format(" ({} pool(s) left out: dra-pool-incomplete)", inventory.pool_problems.size());
+    if (!claims.empty()) {
+      f.summary +=
+          fmt::format("; {} claim(s) request it and cannot be allocated: {}", claims.size(), first_few(claims));
+    } else if (dra_unread(inventory, "resourceclaims").empty()) {
+      f.summary += "; no claim requests it";
+    } else {
+      f.summary += "; whether a claim requests it is not known (resourceclaims could not be read)";
+    }
+  }
+  for (std::size_t i = 0; i < cls.selectors.size(); ++i) {
+    f.evidence.push_back(
+        {fmt::format("DeviceClass {} spec.selectors[{}].cel.expression", cls.name, i), cls.selectors[i], ""});
+  }
+  f.remedy = {fmt::format("kubectl get deviceclass {} -o yaml", cls.name), "kubectl get resourceslices -o yaml",
+              "gpuctl nodes"};
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> check_dra_claim_unallocated(const Snapshot& snapshot) {
@@ -238,58 +301,9 @@ std::vector<Finding> check_dra_class_matches_nothing(const Snapshot& snapshot) {
   std::vector<Finding> out;
   const DraInventory* inventory = dra_of(snapshot);
   if (inventory == nullptr) return out;
-  const bool claims_known = dra_unread(*inventory, "resourceclaims").empty();
   for (const auto& cls : inventory->classes) {
-    std::size_t unknown = 0;
-    std::string problem;
-    bool matched = false;
-    for (const auto& d : inventory->devices) {
-      CelVerdict v = evaluate_device_selectors(cls.selectors, d);
-      if (v.matches()) {
-        matched = true;
-        break;
-      }
-      if (v.kind == CelVerdict::Kind::unsupported && unknown++ == 0) problem = v.problem;
-    }
-    if (matched) continue;
-    std::vector<std::string> claims;
-    for (const auto& c : inventory->claims) {
-      for (const auto& r : c.requests) {
-        if (r.device_class == cls.name) {
-          claims.push_back(c.namespace_name + "/" + c.name);
-          break;
-        }
-      }
-    }
-    Finding f;
-    f.check = "dra-class-matches-nothing";
-    f.object = {"DeviceClass", "", cls.name};
-    const std::size_t n = inventory->devices.size();
-    if (unknown > 0) {
-      f.severity = Severity::info;
-      f.summary = fmt::format(
-          "DeviceClass {}: no published device is known to match it; its selectors could not be "
-          "evaluated for {} of the {} device(s) ({})",
-          cls.name, unknown, n, problem);
-    } else {
-      f.severity = claims.empty() ? Severity::info : Severity::warning;
-      f.summary = fmt::format("DeviceClass {} matches none of the {} published device(s)", cls.name, n);
-      if (!inventory->pool_problems.empty())
-        f.summary += fmt::format(" ({} pool(s) left out: dra-pool-incomplete)", inventory->pool_problems.size());
-      if (!claims.empty()) {
-        f.summary +=
-            fmt::format("; {} claim(s) request it and cannot be allocated: {}", claims.size(), first_few(claims));
-      } else if (claims_known) {
-        f.summary += "; no claim requests it";
-      }
-    }
-    for (std::size_t i = 0; i < cls.selectors.size(); ++i) {
-      f.evidence.push_back(
-          {fmt::format("DeviceClass {} spec.selectors[{}].cel.expression", cls.name, i), cls.selectors[i], ""});
-    }
-    f.remedy = {fmt::format("kubectl get deviceclass {} -o yaml", cls.name), "kubectl get resourceslices -o yaml",
-                "gpuctl nodes"};
-    out.push_back(std::move(f));
+    Reach reach = reach_of(*inventory, cls);
+    if (!reach.matched) out.push_back(class_finding(*inventory, cls, reach));
   }
   return out;
 }
