@@ -189,3 +189,28 @@ TEST_CASE("diagnose dra: the checks are in the table with their needs", "[diagno
   CHECK(d::find_check("dra-claim-unallocated")->uses_if_readable == std::vector<Source>{Source::events});
   CHECK(d::to_string(Source::dra) == "DRA objects (resource.k8s.io)");
 }
+
+TEST_CASE("diagnose dra: a node whose GPUs are DRA devices only expects no device plugin", "[diagnose][dra]") {
+  json dra_node = h100_node("dra-0", 0, 0);  // GFD's product label stays; no nvidia.com/* resource
+  dra_node["status"]["capacity"] = json::object();
+  dra_node["status"]["allocatable"] = json::object();
+  DraInventory inv;
+  inv.devices = {gpu("dra-0", 0), gpu("dra-0", 1)};
+  json plugin = {{"metadata", {{"name", "nvidia-device-plugin-daemonset"}, {"namespace", "gpu-operator"}}}};
+  std::map<Source, std::vector<json>> lists = {
+      {Source::nodes, {dra_node}}, {Source::daemon_sets, {plugin}}, {Source::plugin_pods, {}}};
+  // Without DRA read, both say the plugin is missing there; with it, neither does.
+  CHECK(d::check_device_plugin_missing(snapshot(lists)).size() == 1);
+  CHECK(d::check_device_plugin_missing(with_dra(inv, lists)).empty());
+  auto unhealthy = d::check_device_plugin_unhealthy(snapshot(lists));
+  REQUIRE(unhealthy.size() == 1);
+  CHECK(contains(unhealthy[0].summary, "dra-0 has no device plugin pod"));
+  CHECK(d::check_device_plugin_unhealthy(with_dra(inv, lists)).empty());
+  lists[Source::daemon_sets] = {};  // a DRA-only fleet runs no device plugin DaemonSet at all
+  CHECK(d::check_device_plugin_unhealthy(snapshot(lists)).size() == 1);
+  CHECK(d::check_device_plugin_unhealthy(with_dra(inv, lists)).empty());
+  // A node offering nvidia.com/gpu as well still needs its plugin (and is dra-double-advertised).
+  lists[Source::nodes] = {h100_node("dra-0", 2, 2)};
+  CHECK(d::check_device_plugin_unhealthy(with_dra(inv, lists)).size() == 1);
+  CHECK(d::check_dra_double_advertised(with_dra(inv, lists)).size() == 1);
+}

@@ -268,3 +268,27 @@ std::string dra_unread(const DraInventory& inventory, std::string_view plural) {
 }
 
 }  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+std::set<std::string, std::less<>> dra_gpu_nodes(const Snapshot& snapshot) {
+  std::set<std::string, std::less<>> out;
+  const DraInventory* inventory = dra_of(snapshot);
+  if (inventory == nullptr) return out;
+  for (const auto& d : inventory->devices) {
+    if (d.driver == kNvidiaDraDriver && !d.node.empty()) out.insert(d.node);
+  }
+  return out;
+}
+
+bool gpus_as_dra_only(const nlohmann::json& node, const std::set<std::string, std::less<>>& dra_nodes) {
+  if (!dra_nodes.contains(kube::name_of(node))) return false;
+  const json& capacity = kube::field_at(node, {"status", "capacity"});
+  if (!capacity.is_object()) return true;
+  for (const auto& [resource, q] : capacity.items()) {
+    if (is_nvidia_resource(resource)) return false;
+  }
+  return true;
+}
+
+}  // namespace gpuctl::ops::diagnose::support

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -122,5 +123,11 @@ const DraInventory* dra_of(const Snapshot& snapshot);
 // warning (a 403), "" when it was. Without the claims, who holds a device and which claims exist
 // are not known; without the rules, the taints they add.
 std::string dra_unread(const DraInventory& inventory, std::string_view plural);
+// The nodes whose GPUs NVIDIA's DRA driver publishes (read once per check); empty when DRA was
+// not read or is not served.
+std::set<std::string, std::less<>> dra_gpu_nodes(const Snapshot& snapshot);
+// A node whose GPUs are DRA devices only: published by the DRA driver, no nvidia.com/* resource
+// advertised. No device plugin is expected there (GPU Feature Discovery's labels remain).
+bool gpus_as_dra_only(const nlohmann::json& node, const std::set<std::string, std::less<>>& dra_nodes);
 
 }  // namespace gpuctl::ops::diagnose::support

@@ -160,6 +160,7 @@ std::vector<Finding> check_node_pressure(const Snapshot& snapshot);
 std::vector<Finding> check_gpu_unhealthy_devices(const Snapshot& snapshot);
 // device-plugin-missing (critical): a node that looks like a GPU node (a GPU product label or
 // nvidia.com/gpu.present=true) but advertises no nvidia.com/* capacity: the plugin never registered.
+// Nodes whose GPUs NVIDIA's DRA driver publishes (Source::dra, when readable) are left out.
 std::vector<Finding> check_device_plugin_missing(const Snapshot& snapshot);
 // gpu-allocation-failed (error): GPU pods the kubelet refused at admission (UnexpectedAdmissionError,
 // "Allocate failed due to ..."), per node, with the cause read from the message (pods, events).
@@ -179,9 +180,10 @@ std::vector<Finding> check_pvc_unbound(const Snapshot& snapshot);
 // volume-mount-failed (error): FailedMount / FailedAttachVolume events of GPU pods, grouped by
 // cause and NFS export (server unreachable, export missing, access denied, client missing, ...).
 std::vector<Finding> check_volume_mount_failed(const Snapshot& snapshot);
-// device-plugin-unhealthy (critical): GPU nodes without a device plugin pod (and why: the
-// DaemonSet's placement or tolerations), plugin pods not Ready, crash-looping or restarting; a
-// rollout stuck half-way and plugin versions that differ across nodes (warnings).
+// device-plugin-unhealthy (critical): GPU nodes without a device plugin pod (but those whose GPUs
+// are DRA devices only) and why (the DaemonSet's placement or tolerations), plugin pods not Ready,
+// crash-looping or restarting; a rollout stuck half-way and plugin versions that differ across
+// nodes (warnings).
 std::vector<Finding> check_device_plugin_unhealthy(const Snapshot& snapshot);
 // device-plugin-log-errors (error): known failure lines in the plugin pods' recent logs
 // (registration, NVML, strategy, no devices), quoted with their time.
