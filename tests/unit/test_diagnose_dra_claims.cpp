@@ -29,15 +29,16 @@ TEST_CASE("diagnose dra: an unallocated claim of a pending pod, with the schedul
   CHECK(f.object.namespace_name == "ml");
   CHECK(f.object.name == "big-gpus-x7k9m");
   CHECK(contains(f.summary, "pod ml/big pending for "));
-  CHECK(contains(f.summary,
-                 ": claim ml/big-gpus-x7k9m is not allocated: gpus 16 of class gpu.nvidia.com: 2 free device(s) match "
-                 "(4 match in all), at most 2 on one node (gpu-a); the scheduler says: Unschedulable: 0/3 nodes are "
-                 "available: 3 cannot allocate all claims."));
+  CHECK(contains(
+      f.summary,
+      ": claim ml/big-gpus-x7k9m is not allocated: request gpus: 16 of class gpu.nvidia.com; 2 free device(s) match "
+      "(4 match in all), at most 2 on one node (gpu-a); the scheduler says: Unschedulable: 0/3 nodes are "
+      "available: 3 cannot allocate all claims."));
   REQUIRE(f.evidence.size() == 2);
   CHECK(f.evidence[0].source == "pod ml/big condition PodScheduled");
   CHECK(f.evidence[0].time == "2026-12-06T11:50:00Z");
   CHECK(f.evidence[1].source == "ResourceClaim ml/big-gpus-x7k9m spec.devices.requests");
-  CHECK(f.evidence[1].text == "gpus 16 of class gpu.nvidia.com");
+  CHECK(f.evidence[1].text == "request gpus: 16 of class gpu.nvidia.com");
   CHECK(f.remedy[0] == "kubectl describe resourceclaim -n ml big-gpus-x7k9m");
   CHECK(f.remedy[1] == "kubectl describe pod -n ml big");
 
@@ -82,7 +83,7 @@ TEST_CASE("diagnose dra: a claim that does not exist, a class that does not exis
   CHECK(found[0].object.kind == "Pod");
   CHECK(contains(found[0].summary, "claim ml/shared-gpus (spec.resourceClaims[gpus]) does not exist"));
   CHECK(contains(found[1].summary,
-                 "gpus 1 of class gpu.nvidia.com-typo: device class gpu.nvidia.com-typo does not exist"));
+                 "request gpus: 1 of class gpu.nvidia.com-typo; device class gpu.nvidia.com-typo does not exist"));
 
   // Without the claims list a claim would look missing: one info finding says what is not known.
   inv.warnings = {
@@ -103,7 +104,7 @@ TEST_CASE("diagnose dra: a request's selector gpuctl cannot evaluate is counted 
   json p = pod_with_template_claim("h100", "h100-gpus", "0/3 nodes are available: 3 cannot allocate all claims.");
   auto found = d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {p}}}));
   REQUIRE(found.size() == 1);
-  CHECK(contains(found[0].summary, "gpus 1 of class gpu.nvidia.com where " + expr + ": "));
+  CHECK(contains(found[0].summary, "request gpus: 1 of class gpu.nvidia.com where " + expr + "; "));
   auto verdict = gpuctl::ops::evaluate_device_selector(expr, inv.devices[0]);
   if (verdict.kind == gpuctl::ops::CelVerdict::Kind::unsupported) {
     CHECK(contains(

@@ -133,7 +133,7 @@ Supply supply_for(const DraInventory& inventory, const std::vector<std::string>&
 
 std::string wanted(const DraClaimRequest& r) {
   std::string n = r.allocation_mode == "All" ? "all" : std::to_string(r.count);
-  std::string text = fmt::format("{} {} of class {}", r.name, n, r.device_class);
+  std::string text = fmt::format("request {}: {} of class {}", r.name, n, r.device_class);
   if (!r.selectors.empty()) text += fmt::format(" where {}", fmt::join(r.selectors, " && "));
   return text;
 }
@@ -154,12 +154,12 @@ std::vector<std::string> request_parts(const DraInventory& inventory, const DraC
   for (const auto& r : claim.requests) {
     const DraDeviceClass* cls = find_class(inventory, r.device_class);
     if (cls == nullptr) {
-      parts.push_back(fmt::format("{}: device class {} does not exist", wanted(r), r.device_class));
+      parts.push_back(fmt::format("{}; device class {} does not exist", wanted(r), r.device_class));
       continue;
     }
     std::vector<std::string> selectors = cls->selectors;
     selectors.insert(selectors.end(), r.selectors.begin(), r.selectors.end());
-    parts.push_back(fmt::format("{}: {}", wanted(r), supply_text(supply_for(inventory, selectors))));
+    parts.push_back(fmt::format("{}; {}", wanted(r), supply_text(supply_for(inventory, selectors))));
   }
   return parts;
 }
