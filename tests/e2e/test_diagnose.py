@@ -144,7 +144,7 @@ class DiagnoseTest(h.TestCase):
                           "dra-class-matches-nothing", "dra-double-advertised"])
         self.assertIn("Warning: check pvc-unbound skipped: could not list persistentvolumeclaims: forbidden", r.stderr)
         self.assertIn("Warning: check dra-device-tainted skipped: could not list DRA objects (resource.k8s.io): "
-                      "resourceslices could not be listed (forbidden)", r.stderr)
+                      "forbidden: resourceslices, resourceclaims, deviceclasses", r.stderr)
         rc, out, err = h.gpuctl("diagnose", context="badtoken")
         self.assertEqual(rc, 1, err)
         self.assertEqual(out, "")

@@ -93,7 +93,7 @@ TEST_CASE("diagnose dra: dra-device-tainted is silent on healthy devices, other 
   CHECK(d::check_dra_device_tainted(with_dra(inv, {{Source::nodes, {h100_node("gpu-a", 0, 0)}}})).empty());
   // Who holds a device is unknown when the claims could not be read: said, never "nobody".
   inv.warnings = {
-      "resourceclaims could not be listed (forbidden): User \"ops\" cannot list resource \"resourceclaims\""};
+      "DRA objects not read (resourceclaims forbidden): GPUs published through DRA are left out of these counts"};
   auto blind = d::check_dra_device_tainted(with_dra(inv));
   REQUIRE(blind.size() == 1);
   CHECK(contains(blind[0].summary, "who holds it is not known (resourceclaims could not be read)"));
@@ -108,7 +108,8 @@ TEST_CASE("diagnose dra: taint rules gpuctl cannot read or evaluate are said, no
   rule.taint = {"example.com/quarantine", "", "NoExecute", "", "quarantine-h100s"};
   rule.unresolved = "CEL evaluation is not built yet";
   inv.taint_rules = {rule};
-  inv.warnings = {"devicetaintrules could not be listed (forbidden): devicetaintrules.resource.k8s.io is forbidden"};
+  inv.warnings = {
+      "DRA objects not read (devicetaintrules forbidden): GPUs published through DRA are left out of these counts"};
   auto found = d::check_dra_device_tainted(with_dra(inv));
   REQUIRE(found.size() == 2);
   CHECK(found[0].severity == Severity::info);

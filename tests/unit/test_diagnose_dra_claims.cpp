@@ -87,7 +87,7 @@ TEST_CASE("diagnose dra: a claim that does not exist, a class that does not exis
 
   // Without the claims list a claim would look missing: one info finding says what is not known.
   inv.warnings = {
-      "resourceclaims could not be listed (forbidden): User \"ops\" cannot list resource \"resourceclaims\""};
+      "DRA objects not read (resourceclaims forbidden): GPUs published through DRA are left out of these counts"};
   inv.claims.clear();
   auto blind = d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {named, odd}}}));
   REQUIRE(blind.size() == 1);
@@ -133,7 +133,8 @@ TEST_CASE("diagnose dra: a class that matches nothing is a warning when claimed,
   CHECK(claimed[0].severity == Severity::warning);
   CHECK(contains(claimed[0].summary, "; 1 claim(s) request it and cannot be allocated: ml/a"));
   empty.claims.clear();
-  empty.warnings = {"resourceclaims could not be listed (forbidden): resourceclaims.resource.k8s.io is forbidden"};
+  empty.warnings = {
+      "DRA objects not read (resourceclaims forbidden): GPUs published through DRA are left out of these counts"};
   auto unknown = d::check_dra_class_matches_nothing(with_dra(empty));
   REQUIRE(unknown.size() == 1);
   CHECK(unknown[0].severity == Severity::info);

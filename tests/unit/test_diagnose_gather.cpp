@@ -86,7 +86,6 @@ const char* kResourceV1 =
 void serve_resource_api(FakeClient& fc) {
   auto& fake = *fc.fake;
   fake.on("GET", "/apis/resource.k8s.io/v1", json_answer(200, kResourceV1));
-  fake.on("GET", "/apis/resource.k8s.io/v1", json_answer(200, kResourceV1));  // read again by served_version
   fake.on("GET", "/apis/resource.k8s.io",
           json_answer(200, R"({"kind":"APIGroup","name":"resource.k8s.io","versions":[)"
                            R"({"groupVersion":"resource.k8s.io/v1","version":"v1"},)"
@@ -222,7 +221,7 @@ TEST_CASE("diagnose::gather: refused claims are said by the checks, refused slic
   const Finding* blind = finding_of(r, "dra-claim-unallocated");
   REQUIRE(blind != nullptr);
   CHECK(blind->severity == Severity::info);  // never "claim ml/big-gpus-x7k9m does not exist"
-  CHECK(blind->evidence[0].text.find("resourceclaims could not be listed (forbidden)") == 0);
+  CHECK(blind->evidence[0].text.find("resourceclaims forbidden") != std::string::npos);
 
   FakeClient refused;
   serve_resource_api(refused);
@@ -241,8 +240,7 @@ TEST_CASE("diagnose::gather: refused claims are said by the checks, refused slic
   for (const auto& c : skipped.checks) {
     INFO(c.id);
     CHECK(c.status == CheckStatus::skipped);
-    CHECK(c.skipped_because.find("could not list DRA objects (resource.k8s.io): resourceslices could not be listed") ==
-          0);
+    CHECK(c.skipped_because == "could not list DRA objects (resource.k8s.io): forbidden: resourceslices");
   }
 }
 

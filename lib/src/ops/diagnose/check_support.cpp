@@ -2,6 +2,7 @@
 #include "check_support.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -260,9 +261,15 @@ const DraInventory* dra_of(const Snapshot& snapshot) {
 }
 
 std::string dra_unread(const DraInventory& inventory, std::string_view plural) {
-  // collect_dra's warnings start with the list's name: "resourceclaims could not be listed ...".
+  // collect_dra names the refused lists in its warning ("DRA objects not read (resourceclaims,
+  // devicetaintrules forbidden): ..."): the plural as a whole word, never part of a longer name.
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.'; };
   for (const auto& w : inventory.warnings) {
-    if (w.starts_with(plural) && w.size() > plural.size() && w[plural.size()] == ' ') return w;
+    for (auto at = w.find(plural); at != std::string::npos; at = w.find(plural, at + 1)) {
+      bool starts = at == 0 || !word_char(w[at - 1]);
+      bool ends = at + plural.size() == w.size() || !word_char(w[at + plural.size()]);
+      if (starts && ends) return w;
+    }
   }
   return "";
 }

@@ -119,9 +119,10 @@ namespace gpuctl::ops::diagnose::support {
 // The snapshot's DRA inventory; nullptr when it was not read or the cluster does not serve
 // resource.k8s.io/v1 (then the DRA checks have nothing to say).
 const DraInventory* dra_of(const Snapshot& snapshot);
-// Why the inventory's list of `plural` (resourceclaims, devicetaintrules) could not be read: its
-// warning (a 403), "" when it was. Without the claims, who holds a device and which claims exist
-// are not known; without the rules, the taints they add.
+// Why the inventory's list of `plural` (resourceslices, resourceclaims, deviceclasses,
+// devicetaintrules) could not be read: collect_dra's warning naming it (a 403), "" when it was
+// read. Without the claims, who holds a device and which claims exist are not known; without the
+// rules, the taints they add.
 std::string dra_unread(const DraInventory& inventory, std::string_view plural);
 // The nodes whose GPUs NVIDIA's DRA driver publishes (read once per check); empty when DRA was
 // not read or is not served.

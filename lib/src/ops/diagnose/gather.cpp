@@ -3,12 +3,14 @@
 // device plugin's pods (wherever -n points) and the recent logs of those pods and of failed GPU
 // Jobs' pods, a bounded number at a time. What resource.k8s.io holds (DRA) is read beside the
 // lists, by the reader `gpuctl nodes` uses.
+#include <algorithm>
 #include <future>
 #include <map>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check_support.hpp"
 #include "gpuctl/kube/client.hpp"
@@ -280,11 +282,16 @@ DraReading start_dra(kube::Client& client) {
 // nothing, so the source is unavailable. Refused claims or taint rules are said by the checks
 // that read them (who holds a device, what a rule taints are not known).
 void record_dra(Snapshot& snapshot, DraInventory inventory) {
-  for (const auto& w : inventory.warnings) {
-    if (w.starts_with("resourceslices ") || w.starts_with("deviceclasses ")) {
-      snapshot.unavailable[Source::dra] = w;
-      return;
-    }
+  std::vector<std::string_view> refused;
+  for (std::string_view plural : {"resourceslices", "resourceclaims", "deviceclasses", "devicetaintrules"}) {
+    if (!support::dra_unread(inventory, plural).empty()) refused.push_back(plural);
+  }
+  auto named = [&](std::string_view plural) {
+    return std::find(refused.begin(), refused.end(), plural) != refused.end();
+  };
+  if (named("resourceslices") || named("deviceclasses")) {
+    snapshot.unavailable[Source::dra] = fmt::format("forbidden: {}", fmt::join(refused, ", "));
+    return;
   }
   snapshot.dra = std::move(inventory);
 }
