@@ -162,3 +162,22 @@ TEST_CASE("diagnose dra: a class that matches nothing is a warning when claimed,
     CHECK(contains(found[0].summary, "matches none of the 4 published device(s); 1 claim(s) request it"));
   }
 }
+
+TEST_CASE("diagnose dra: a pod using DRA claims is a GPU pod, and its pending state is the claims' check's",
+          "[diagnose][dra]") {
+  json node = h100_node("dra-0", 0, 0);
+  node["status"]["capacity"] = json::object();
+  json claimed = pod("ml", "train", "dra-0", 0);
+  claimed["spec"]["resourceClaims"] = json::array({{{"name", "gpu"}, {"resourceClaimTemplateName", "one-gpu"}}});
+  json plain = pod("ml", "web", "dra-0", 0);
+  // gpu-node-untainted counts only the pod that uses no GPU at all.
+  auto untainted = d::check_gpu_node_untainted(snapshot({{Source::nodes, {node}}, {Source::pods, {claimed, plain}}}));
+  REQUIRE(untainted.size() == 1);
+  CHECK(contains(untainted[0].summary, "runs 1 pod(s) that use no GPU (ml: 1)"));
+  // A pending pod whose GPUs come from a claim has no nvidia.com/* numbers for gpu-pods-pending.
+  json pending = pod_with_template_claim("big", "big-gpus", "0/1 nodes are available: 1 cannot allocate all claims.");
+  CHECK(d::check_gpu_pods_pending(snapshot({{Source::nodes, {node}}, {Source::pods, {pending}}})).empty());
+  DraInventory inv = cluster_of_four();
+  inv.claims.push_back(claim("ml", "big-gpus", "gpu.nvidia.com", 16));
+  CHECK(d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {pending}}})).size() == 1);
+}

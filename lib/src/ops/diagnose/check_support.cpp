@@ -52,7 +52,12 @@ std::int64_t gpu_request(const json& pod) {
   return total;
 }
 
-bool is_gpu_pod(const json& pod) { return gpu_request(pod) > 0; }
+bool is_gpu_pod(const json& pod) {
+  if (gpu_request(pod) > 0) return true;
+  const json& claims = field(field(pod, "spec"), "resourceClaims");
+  if (claims.is_array() && !claims.empty()) return true;
+  return !string_field(field(field(pod, "status"), "extendedResourceClaimStatus"), "resourceClaimName").empty();
+}
 
 std::string pod_ref(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
 

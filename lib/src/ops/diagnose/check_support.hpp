@@ -35,6 +35,9 @@ std::string first_few(const std::vector<std::string>& names, std::size_t shown =
 
 // The pod's nvidia.com/* requests added up (its effective request: max(init, sum of app containers)).
 std::int64_t gpu_request(const nlohmann::json& pod);
+// Asks for nvidia.com/* or uses DRA claims (spec.resourceClaims, or the claim the scheduler made
+// for its extended resource): where GPUs are DRA devices, a pod's GPUs are in its claims. A claim
+// for another kind of device counts too: the pod alone does not say which devices it holds.
 bool is_gpu_pod(const nlohmann::json& pod);
 // "ns/name".
 std::string pod_ref(const nlohmann::json& pod);

@@ -249,7 +249,8 @@ std::vector<Finding> check_gpu_pods_pending(const Snapshot& snapshot) {
   std::optional<Rooms> rooms;
   std::optional<EventIndex> events;
   for (const auto& pod : snapshot.list(Source::pods)) {
-    if (!is_gpu_pod(pod) || !waits_for_scheduler(snapshot, pod)) continue;
+    // Its nvidia.com/* request in numbers; a pod waiting for DRA claims is dra-claim-unallocated's.
+    if (gpu_request(pod) <= 0 || !waits_for_scheduler(snapshot, pod)) continue;
     if (!rooms) rooms.emplace(snapshot), events.emplace(snapshot);
     out.push_back(pending_finding(snapshot, *rooms, *events, pod));
   }
