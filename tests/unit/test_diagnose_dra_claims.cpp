@@ -181,3 +181,24 @@ TEST_CASE("diagnose dra: a pod using DRA claims is a GPU pod, and its pending st
   inv.claims.push_back(claim("ml", "big-gpus", "gpu.nvidia.com", 16));
   CHECK(d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {pending}}})).size() == 1);
 }
+
+TEST_CASE("diagnose dra: a pending nvidia.com/gpu pod that a DeviceClass serves through DRA is not called impossible",
+          "[diagnose][dra]") {
+  json node = h100_node("dra-0", 0, 0);
+  node["status"]["capacity"] = json::object();
+  node["status"]["allocatable"] = json::object();
+  json p = unschedulable_pod("ml", "plain", 2, "0/1 nodes are available: 1 cannot allocate all claims.");
+  std::map<Source, std::vector<json>> lists = {{Source::nodes, {node}}, {Source::pods, {p}}};
+  auto plugin_only = d::check_gpu_pods_pending(snapshot(lists));
+  REQUIRE(plugin_only.size() == 1);
+  CHECK(contains(plugin_only[0].summary, "it can never run"));
+  DraInventory inv = cluster_of_four();
+  inv.classes[0].extended_resource_name = "nvidia.com/gpu";
+  auto mapped = d::check_gpu_pods_pending(with_dra(inv, lists));
+  REQUIRE(mapped.size() == 1);
+  CHECK(contains(mapped[0].summary,
+                 "it asks for 2 nvidia.com/gpu, which DeviceClass gpu.nvidia.com also serves through DRA on nodes "
+                 "without the device plugin; the scheduler's reason is in the evidence"));
+  CHECK_FALSE(contains(mapped[0].summary, "never run"));
+  CHECK(contains(mapped[0].evidence[0].text, "cannot allocate all claims"));
+}

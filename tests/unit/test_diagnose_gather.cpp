@@ -67,7 +67,8 @@ TEST_CASE("diagnose::needed_sources is the union of the selected checks' reads",
   // Optional reads are read too (gpu-pods-pending names unbound claims when PVCs can be read).
   auto pending = select_checks({{"gpu-pods-pending"}, {}});
   REQUIRE(pending);
-  CHECK(needed_sources(*pending) == std::set<Source>{Source::nodes, Source::pods, Source::events, Source::pvcs});
+  CHECK(needed_sources(*pending) ==
+        std::set<Source>{Source::nodes, Source::pods, Source::events, Source::pvcs, Source::dra});
   auto network = select_checks({{"node-network-unavailable"}, {}});
   REQUIRE(network);
   CHECK(needed_sources(*network) == std::set<Source>{Source::nodes});

@@ -137,7 +137,7 @@ const std::vector<Check>& checks() {
        {Source::nodes, Source::pods, Source::events},
        Severity::error,
        check_gpu_pods_pending,
-       {Source::pvcs}},
+       {Source::pvcs, Source::dra}},
       {"oom-killed",
        "GPU pods' containers killed for exceeding their memory limit",
        Layer::workload,

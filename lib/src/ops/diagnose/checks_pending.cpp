@@ -156,9 +156,27 @@ std::optional<Cause> claim_not_bound(const Snapshot& snapshot, const json& pod) 
   return std::nullopt;
 }
 
+// The DeviceClass that serves `resource` through DRA (extendedResourceName), nullptr when none:
+// then nodes without the device plugin can take the pod too, and its numbers tell only half.
+const DraDeviceClass* dra_class_for(const Snapshot& snapshot, const std::string& resource) {
+  const DraInventory* inventory = dra_of(snapshot);
+  if (inventory == nullptr) return nullptr;
+  for (const auto& c : inventory->classes) {
+    if (c.extended_resource_name == resource) return &c;
+  }
+  return nullptr;
+}
+
 // Why `pod` (asking for `n` of `resource` per pod) cannot be placed.
 Cause pending_cause(const Snapshot& snapshot, const Room& room, const json& pod, const std::string& resource,
                     std::int64_t n) {
+  if (const DraDeviceClass* cls = dra_class_for(snapshot, resource)) {
+    return {Severity::error,
+            fmt::format("it asks for {} {}, which DeviceClass {} also serves through DRA on nodes without the device "
+                        "plugin; the scheduler's reason is in the evidence",
+                        n, resource, cls->name),
+            {"gpuctl nodes"}};
+  }
   const json& spec = field(pod, "spec");
   const json* largest = nullptr;
   std::int64_t largest_alloc = 0;
