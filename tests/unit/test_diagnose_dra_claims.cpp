@@ -182,23 +182,40 @@ TEST_CASE("diagnose dra: a pod using DRA claims is a GPU pod, and its pending st
   CHECK(d::check_dra_claim_unallocated(with_dra(inv, {{Source::pods, {pending}}})).size() == 1);
 }
 
-TEST_CASE("diagnose dra: a pending nvidia.com/gpu pod that a DeviceClass serves through DRA is not called impossible",
+TEST_CASE("diagnose dra: gpu-pods-pending counts the devices a DeviceClass serves nvidia.com/gpu with",
           "[diagnose][dra]") {
-  json node = h100_node("dra-0", 0, 0);
-  node["status"]["capacity"] = json::object();
-  node["status"]["allocatable"] = json::object();
-  json p = unschedulable_pod("ml", "plain", 2, "0/1 nodes are available: 1 cannot allocate all claims.");
-  std::map<Source, std::vector<json>> lists = {{Source::nodes, {node}}, {Source::pods, {p}}};
-  auto plugin_only = d::check_gpu_pods_pending(snapshot(lists));
-  REQUIRE(plugin_only.size() == 1);
-  CHECK(contains(plugin_only[0].summary, "it can never run"));
+  // gpu-a publishes gpu-0..2 (gpu-2 held by a claim) and advertises no nvidia.com/gpu; gpu-b's one
+  // device is tainted. The class maps nvidia.com/gpu (DRAExtendedResource) and has no selectors.
+  auto dra_only = [](const std::string& name) {
+    json n = h100_node(name, 0, 0);
+    n["status"]["capacity"] = json::object();
+    n["status"]["allocatable"] = json::object();
+    return n;
+  };
+  json holder = pod("ml", "running", "gpu-a", 1);  // its nvidia.com/gpu is the claim's gpu-2: not counted twice
+  auto pending = [](int gpus) {
+    return unschedulable_pod("ml", "plain", gpus, "0/2 nodes are available: 2 cannot allocate all claims.");
+  };
   DraInventory inv = cluster_of_four();
   inv.classes[0].extended_resource_name = "nvidia.com/gpu";
-  auto mapped = d::check_gpu_pods_pending(with_dra(inv, lists));
-  REQUIRE(mapped.size() == 1);
-  CHECK(contains(mapped[0].summary,
-                 "it asks for 2 nvidia.com/gpu, which DeviceClass gpu.nvidia.com also serves through DRA on nodes "
-                 "without the device plugin; the scheduler's reason is in the evidence"));
-  CHECK_FALSE(contains(mapped[0].summary, "never run"));
-  CHECK(contains(mapped[0].evidence[0].text, "cannot allocate all claims"));
+  auto lists = [&](int gpus) {
+    return std::map<Source, std::vector<json>>{{Source::nodes, {dra_only("gpu-a"), dra_only("gpu-b")}},
+                                               {Source::pods, {holder, pending(gpus)}}};
+  };
+  // Without DRA the nodes offer nothing.
+  auto plugin_only = d::check_gpu_pods_pending(snapshot(lists(2)));
+  REQUIRE(plugin_only.size() == 1);
+  CHECK(contains(plugin_only[0].summary, "no node offers nvidia.com/gpu: it can never run"));
+  // With the class, gpu-a offers 3 healthy devices, one of them held: 2 are free.
+  auto fits = d::check_gpu_pods_pending(with_dra(inv, lists(2)));
+  REQUIRE(fits.size() == 1);
+  CHECK(contains(fits[0].summary, "2 nvidia.com/gpu are free on gpu-a; the scheduler's reason is in the evidence"));
+  auto busy = d::check_gpu_pods_pending(with_dra(inv, lists(3)));
+  REQUIRE(busy.size() == 1);
+  CHECK(contains(busy[0].summary, "no nvidia.com/gpu free now: the 1 node(s) it may use have 2 free in total"));
+  auto never = d::check_gpu_pods_pending(with_dra(inv, lists(4)));
+  REQUIRE(never.size() == 1);
+  CHECK(contains(never[0].summary,
+                 "it asks for 4 nvidia.com/gpu per pod and the largest node offers 3 (gpu-a): it "
+                 "can never run"));
 }
