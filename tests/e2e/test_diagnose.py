@@ -105,16 +105,18 @@ class DiagnoseTest(h.TestCase):
     def test_a_healthy_node_passes_every_check(self):
         # The test ground has no metrics-server, so monitoring-missing (info) says so; every other
         # check of the API side has nothing to say about a Ready node with its plugin running and a
-        # running GPU pod (the node side's healthy node: test_diagnose_nodes.py).
+        # running GPU pod (the node side's healthy node: test_diagnose_nodes.py). DeviceClasses are
+        # cluster-wide like the metrics API: the DRA test ground's (test_diagnose_dra.py) may be
+        # there, and dra-class-matches-nothing judges them whatever -l says.
         args = ("diagnose", "--no-ssh", "-l", "kubernetes.io/hostname=dx-ok-0", "-n", self.healthy_ns)
-        rc, out, err = h.gpuctl(*args, "--skip", "monitoring-missing", "--fail-on", "info")
+        rc, out, err = h.gpuctl(*args, "--skip", "monitoring-missing,dra-class-matches-nothing", "--fail-on", "info")
         self.assertEqual(rc, 0, err + out)
         self.assertEqual(out, "")
-        self.assertIn("No problems found by 22 check(s).", err)
+        self.assertIn("No problems found by 26 check(s).", err)
         self.assertIn("13 node-side check(s) skipped (--no-ssh)", err)
         r = h.gpuctl(*args, "-o", "json")
         self.assertEqual(r.rc, 0, r.stderr)
-        self.assertEqual([f["summary"] for f in r.json["findings"]],
+        self.assertEqual([f["summary"] for f in r.json["findings"] if f["check"] != "dra-class-matches-nothing"],
                          ["no metrics API (metrics.k8s.io): kubectl top and autoscaling fail"])
         self.assertEqual(r.json["nodes"], [{"node": "dx-ok-0", "firstFailingLayer": None, "check": "", "summary": ""}])
 
@@ -133,12 +135,16 @@ class DiagnoseTest(h.TestCase):
         self.assertEqual(rc, 5, err)
         self.assertIn("Warning: check node-not-ready skipped: could not list nodes: forbidden", err)
         # viewer may read what a namespace viewer reads (nodes, pods and their logs, events, jobs,
-        # quotas, DaemonSets), not claims and volumes: only pvc-unbound is skipped, and the findings win.
+        # quotas, DaemonSets), not claims and volumes, nor resource.k8s.io: pvc-unbound and the DRA
+        # checks are skipped (never passed on an empty inventory), and the findings win.
         r = h.gpuctl("diagnose", "--no-ssh", "-l", SELECTOR, "-o", "json", context="viewer")
         self.assertEqual(r.rc, 4, r.stderr)
         self.assertEqual([c["id"] for c in r.json["checks"] if c["status"] == "skipped" and not c["skippedByRequest"]],
-                         ["pvc-unbound"])
+                         ["pvc-unbound", "dra-device-tainted", "dra-pool-incomplete", "dra-claim-unallocated",
+                          "dra-class-matches-nothing", "dra-double-advertised"])
         self.assertIn("Warning: check pvc-unbound skipped: could not list persistentvolumeclaims: forbidden", r.stderr)
+        self.assertIn("Warning: check dra-device-tainted skipped: could not list DRA objects (resource.k8s.io): "
+                      "forbidden: resourceslices, resourceclaims, deviceclasses", r.stderr)
         rc, out, err = h.gpuctl("diagnose", context="badtoken")
         self.assertEqual(rc, 1, err)
         self.assertEqual(out, "")

@@ -16,7 +16,7 @@ using nlohmann::json;
 namespace {
 
 // Every read of a whole healthy cluster (but for `nodes`): the device plugin of the GPU Operator
-// with one Ready pod and its log, a DCGM exporter, the metrics API, a server at v1.36.3.
+// with one Ready pod and its log, a DCGM exporter, the metrics API, a server at v1.36.3 without DRA.
 void answer(gpuctl::testing::CliHarness& cli, json nodes, bool pods_forbidden = false) {
   auto& fake = cli.fake();
   fake.on("GET", "/api/v1/nodes", json_answer(200, list_of(std::move(nodes))));
@@ -59,6 +59,9 @@ void answer(gpuctl::testing::CliHarness& cli, json nodes, bool pods_forbidden = 
               false});
   fake.on("GET", "/version", json_answer(200, R"({"major":"1","minor":"36","gitVersion":"v1.36.3"})"));
   fake.on("GET", "/apis", json_answer(200, R"({"kind":"APIGroupList","groups":[{"name":"metrics.k8s.io"}]})"));
+  // A cluster without DRA (resource.k8s.io/v1 not served): the DRA checks have nothing to say.
+  fake.on("GET", "/apis/resource.k8s.io/v1",
+          json_answer(404, R"({"kind":"Status","status":"Failure","reason":"NotFound","code":404})"));
 }
 
 }  // namespace
@@ -70,7 +73,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto healthy = cli.run({"diagnose", "--no-ssh"});
   INFO(healthy.err);
   CHECK(healthy.exit_code == 0);  // the node side skipped on request: not exit 5
-  CHECK(healthy.err.find("No problems found by 23 check(s).") != std::string::npos);
+  CHECK(healthy.err.find("No problems found by 28 check(s).") != std::string::npos);
   CHECK(healthy.err.find("13 node-side check(s) skipped (--no-ssh): node-unreachable,driver-broken,") !=
         std::string::npos);
   CHECK(cli.ssh().calls().empty());
@@ -90,7 +93,7 @@ TEST_CASE("gpuctl diagnose exits 0 on a healthy fleet, 4 on a finding at --fail-
   auto partial = cli.run({"diagnose", "--no-ssh"});
   INFO(partial.err);
   CHECK(partial.exit_code == 5);
-  CHECK(partial.err.find("No problems found by 11 check(s); 12 could not run.") != std::string::npos);
+  CHECK(partial.err.find("No problems found by 15 check(s); 13 could not run.") != std::string::npos);
   CHECK(partial.err.find("check node-not-ready skipped: could not list pods: forbidden: pods is forbidden") !=
         std::string::npos);
 
@@ -119,7 +122,7 @@ TEST_CASE("gpuctl diagnose -o json, --list-checks and bad flags", "[diagnose][cl
   CHECK(checks["kind"] == "DiagnoseCheckList");
   CHECK(checks["items"][0]["id"] == "node-unreachable");  // the node side first, in layer order
   CHECK(checks["items"][0]["needs"] == json::array({"nodes", "the GPU nodes over ssh"}));
-  CHECK(checks["items"].size() == 36);
+  CHECK(checks["items"].size() == 41);
 
   auto unknown = cli.run({"diagnose", "--skip", "node-pressur"});
   CHECK(unknown.exit_code == 2);
@@ -134,8 +137,9 @@ TEST_CASE("gpuctl diagnose costs one read of each list, whatever the number of c
   auto all = cli.run({"diagnose", "--no-ssh"});
   INFO(all.err);
   REQUIRE(all.exit_code == 0);
-  // 10 lists, /version, /apis, the plugin DaemonSet's pods and its one container's log.
-  CHECK(cli.fake().requests().size() == 14);
+  // 10 lists, /version, /apis, the plugin DaemonSet's pods and its one container's log, and
+  // DRA's discovery (resource.k8s.io/v1 is not served: nothing more to read).
+  CHECK(cli.fake().requests().size() == 15);
   CHECK(cli.fake().unexpected().empty());
 
   // One check reads only what it needs: device-plugin-log-errors reads the nodes (for -l), the

@@ -180,7 +180,7 @@ TEST_CASE("diagnose: a list that could not be read skips the checks that need it
   }
   auto skipped = std::count_if(r.checks.begin(), r.checks.end(),
                                [](const CheckRun& c) { return c.status == CheckStatus::skipped; });
-  CHECK(skipped == 13);  // 12 API-side checks and gpu-idle-allocated
+  CHECK(skipped == 14);  // 13 API-side checks (dra-claim-unallocated among them) and gpu-idle-allocated
 }
 
 TEST_CASE("diagnose: --check and --skip select by id and refuse unknown ids", "[diagnose]") {

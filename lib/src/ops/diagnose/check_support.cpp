@@ -2,6 +2,7 @@
 #include "check_support.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 
@@ -51,7 +52,12 @@ std::int64_t gpu_request(const json& pod) {
   return total;
 }
 
-bool is_gpu_pod(const json& pod) { return gpu_request(pod) > 0; }
+bool is_gpu_pod(const json& pod) {
+  if (gpu_request(pod) > 0) return true;
+  const json& claims = field(field(pod, "spec"), "resourceClaims");
+  if (claims.is_array() && !claims.empty()) return true;
+  return !string_field(field(field(pod, "status"), "extendedResourceClaimStatus"), "resourceClaimName").empty();
+}
 
 std::string pod_ref(const json& pod) { return kube::namespace_of(pod) + "/" + kube::name_of(pod); }
 
@@ -249,6 +255,52 @@ std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nl
 std::string driver_source(const Snapshot& snapshot, const std::string& node) {
   if (answered_report(snapshot, node) != nullptr) return fmt::format("ssh {}: nvidia-smi driver_version", node);
   return fmt::format("node {} label nvidia.com/cuda.driver-version.full", node);
+}
+
+}  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+const DraInventory* dra_of(const Snapshot& snapshot) {
+  return snapshot.dra && snapshot.dra->served ? &*snapshot.dra : nullptr;
+}
+
+std::string dra_unread(const DraInventory& inventory, std::string_view plural) {
+  // collect_dra names the refused lists in its warning ("DRA objects not read (resourceclaims,
+  // devicetaintrules forbidden): ..."): the plural as a whole word, never part of a longer name.
+  auto word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.'; };
+  for (const auto& w : inventory.warnings) {
+    for (auto at = w.find(plural); at != std::string::npos; at = w.find(plural, at + 1)) {
+      bool starts = at == 0 || !word_char(w[at - 1]);
+      bool ends = at + plural.size() == w.size() || !word_char(w[at + plural.size()]);
+      if (starts && ends) return w;
+    }
+  }
+  return "";
+}
+
+}  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+std::set<std::string, std::less<>> dra_gpu_nodes(const Snapshot& snapshot) {
+  std::set<std::string, std::less<>> out;
+  const DraInventory* inventory = dra_of(snapshot);
+  if (inventory == nullptr) return out;
+  for (const auto& d : inventory->devices) {
+    if (d.driver == kNvidiaDraDriver && !d.node.empty()) out.insert(d.node);
+  }
+  return out;
+}
+
+bool gpus_as_dra_only(const nlohmann::json& node, const std::set<std::string, std::less<>>& dra_nodes) {
+  if (!dra_nodes.contains(kube::name_of(node))) return false;
+  const json& capacity = kube::field_at(node, {"status", "capacity"});
+  if (!capacity.is_object()) return true;
+  for (const auto& [resource, q] : capacity.items()) {
+    if (is_nvidia_resource(resource)) return false;
+  }
+  return true;
 }
 
 }  // namespace gpuctl::ops::diagnose::support

@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +35,9 @@ std::string first_few(const std::vector<std::string>& names, std::size_t shown =
 
 // The pod's nvidia.com/* requests added up (its effective request: max(init, sum of app containers)).
 std::int64_t gpu_request(const nlohmann::json& pod);
+// Asks for nvidia.com/* or uses DRA claims (spec.resourceClaims, or the claim the scheduler made
+// for its extended resource): where GPUs are DRA devices, a pod's GPUs are in its claims. A claim
+// for another kind of device counts too: the pod alone does not say which devices it holds.
 bool is_gpu_pod(const nlohmann::json& pod);
 // "ns/name".
 std::string pod_ref(const nlohmann::json& pod);
@@ -108,5 +112,26 @@ std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> probed_nodes(con
 std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nlohmann::json& node);
 // Where node_driver read it: "ssh gpu-7: nvidia-smi" or "node gpu-7 label ...".
 std::string driver_source(const Snapshot& snapshot, const std::string& node);
+
+}  // namespace gpuctl::ops::diagnose::support
+
+namespace gpuctl::ops::diagnose::support {
+
+// --- GPUs as DRA devices (Source::dra) ---
+
+// The snapshot's DRA inventory; nullptr when it was not read or the cluster does not serve
+// resource.k8s.io/v1 (then the DRA checks have nothing to say).
+const DraInventory* dra_of(const Snapshot& snapshot);
+// Why the inventory's list of `plural` (resourceslices, resourceclaims, deviceclasses,
+// devicetaintrules) could not be read: collect_dra's warning naming it (a 403), "" when it was
+// read. Without the claims, who holds a device and which claims exist are not known; without the
+// rules, the taints they add.
+std::string dra_unread(const DraInventory& inventory, std::string_view plural);
+// The nodes whose GPUs NVIDIA's DRA driver publishes (read once per check); empty when DRA was
+// not read or is not served.
+std::set<std::string, std::less<>> dra_gpu_nodes(const Snapshot& snapshot);
+// A node whose GPUs are DRA devices only: published by the DRA driver, no nvidia.com/* resource
+// advertised. No device plugin is expected there (GPU Feature Discovery's labels remain).
+bool gpus_as_dra_only(const nlohmann::json& node, const std::set<std::string, std::less<>>& dra_nodes);
 
 }  // namespace gpuctl::ops::diagnose::support

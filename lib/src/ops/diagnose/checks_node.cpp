@@ -109,11 +109,13 @@ std::vector<Finding> check_node_pressure(const Snapshot& snapshot) {
 
 std::vector<Finding> check_device_plugin_missing(const Snapshot& snapshot) {
   std::vector<Finding> out;
+  const auto dra_nodes = support::dra_gpu_nodes(snapshot);
   for (const auto& node : snapshot.list(Source::nodes)) {
     auto [product, label] = gpu_product_of(node);
     auto present = kube::label_of(node, "nvidia.com/gpu.present");
     bool looks_gpu = !product.empty() || present == "true";
-    if (!looks_gpu) continue;
+    // GPUs the DRA driver publishes need no device plugin: GFD's labels stay on such nodes.
+    if (!looks_gpu || support::gpus_as_dra_only(node, dra_nodes)) continue;
     const json& capacity = field(field(node, "status"), "capacity");
     bool advertises = false;
     if (capacity.is_object()) {

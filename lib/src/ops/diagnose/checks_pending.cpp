@@ -4,6 +4,7 @@
 // ResourceQuota admission plugin refuses to create.
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/admission/admission_denial.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
+#include "gpuctl/ops/dra/dra_cel.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops::diagnose {
@@ -28,12 +30,40 @@ struct Cause {
   std::vector<std::string> remedy;
 };
 
+std::int64_t amount(const std::map<std::string, std::int64_t>& by_node, const std::string& node) {
+  auto it = by_node.find(node);
+  return it == by_node.end() ? 0 : it->second;
+}
+
 // One resource's allocatable and requested amounts per node, read once per check run: a cluster
 // with many pending pods would otherwise parse every pod's requests again for each of them.
 struct Room {
   std::map<std::string, std::int64_t> allocatable;  // by node name, nodes without the resource left out
   std::map<std::string, std::int64_t> used;         // by the non-terminal pods bound to each node
 };
+
+// A resource a DeviceClass serves through DRA (extendedResourceName): on nodes that do not
+// advertise it, the scheduler gives the pod devices of that class instead. Their room is the
+// class's healthy devices there and their use the devices claims hold (the pods' requests are
+// served by those claims, so they are not counted again). A device whose selectors gpuctl cannot
+// evaluate counts as one the class may serve: the room is then an upper bound, and "can never
+// run" stays true. Returns the nodes whose room is DRA's.
+std::set<std::string> add_dra_room(const Snapshot& snapshot, const std::string& resource, Room& room) {
+  std::set<std::string> nodes;
+  const DraInventory* inventory = dra_of(snapshot);
+  if (inventory == nullptr) return nodes;
+  auto cls = std::find_if(inventory->classes.begin(), inventory->classes.end(),
+                          [&](const DraDeviceClass& c) { return c.extended_resource_name == resource; });
+  if (cls == inventory->classes.end()) return nodes;
+  for (const auto& d : inventory->devices) {
+    if (d.node.empty() || d.unhealthy() || amount(room.allocatable, d.node) > 0) continue;
+    if (evaluate_device_selectors(cls->selectors, d).kind == CelVerdict::Kind::no_match) continue;
+    nodes.insert(d.node);
+    ++room.allocatable[d.node];
+    if (inventory->holder({d.driver, d.pool, d.name}) != nullptr) ++room.used[d.node];
+  }
+  return nodes;
+}
 
 class Rooms {
  public:
@@ -46,9 +76,10 @@ class Rooms {
       if (auto q = list.find(resource); q != list.end())
         it->second.allocatable[kube::name_of(node)] = q->second.value();
     }
+    const std::set<std::string> dra_nodes = add_dra_room(snapshot_, resource, it->second);
     for (const auto& pod : snapshot_.list(Source::pods)) {
       std::string node = string_field(field(pod, "spec"), "nodeName");
-      if (node.empty() || kube::pod_is_terminal(pod)) continue;
+      if (node.empty() || kube::pod_is_terminal(pod) || dra_nodes.count(node)) continue;
       auto requests = kube::pod_requests(pod);
       if (auto q = requests.find(resource); q != requests.end()) it->second.used[node] += q->second.value();
     }
@@ -59,11 +90,6 @@ class Rooms {
   const Snapshot& snapshot_;
   std::map<std::string, Room> rooms_;
 };
-
-std::int64_t amount(const std::map<std::string, std::int64_t>& by_node, const std::string& node) {
-  auto it = by_node.find(node);
-  return it == by_node.end() ? 0 : it->second;
-}
 
 bool waits_for_scheduler(const Snapshot& snapshot, const json& pod) {
   if (string_field(field(pod, "status"), "phase") != "Pending") return false;
@@ -249,7 +275,8 @@ std::vector<Finding> check_gpu_pods_pending(const Snapshot& snapshot) {
   std::optional<Rooms> rooms;
   std::optional<EventIndex> events;
   for (const auto& pod : snapshot.list(Source::pods)) {
-    if (!is_gpu_pod(pod) || !waits_for_scheduler(snapshot, pod)) continue;
+    // Its nvidia.com/* request in numbers; a pod waiting for DRA claims is dra-claim-unallocated's.
+    if (gpu_request(pod) <= 0 || !waits_for_scheduler(snapshot, pod)) continue;
     if (!rooms) rooms.emplace(snapshot), events.emplace(snapshot);
     out.push_back(pending_finding(snapshot, *rooms, *events, pod));
   }

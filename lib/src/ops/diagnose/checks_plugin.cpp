@@ -83,8 +83,9 @@ std::string why_no_pod(const json& ds, const json& node) {
 // GPU nodes on which no plugin DaemonSet runs a pod (clusters may run one per pool), and why
 // each DaemonSet has none there.
 void missing_pods(const Snapshot& snapshot, const std::vector<const json*>& daemon_sets, std::vector<Finding>& out) {
+  const auto dra_nodes = dra_gpu_nodes(snapshot);
   for (const auto& node : snapshot.list(Source::nodes)) {
-    if (!is_gpu_node(node)) continue;
+    if (!is_gpu_node(node) || gpus_as_dra_only(node, dra_nodes)) continue;
     std::string name = kube::name_of(node);
     const auto& pods = snapshot.list(Source::plugin_pods);
     bool has_pod = std::any_of(pods.begin(), pods.end(),
@@ -144,8 +145,10 @@ void rollout_and_versions(const json& ds, const std::vector<const json*>& pods, 
 std::vector<Finding> check_device_plugin_unhealthy(const Snapshot& snapshot) {
   std::vector<Finding> out;
   auto daemon_sets = plugin_daemon_sets(snapshot);
+  // Nodes whose GPUs are DRA devices only expect no device plugin.
+  const auto dra_nodes = dra_gpu_nodes(snapshot);
   bool gpu_nodes = std::any_of(snapshot.list(Source::nodes).begin(), snapshot.list(Source::nodes).end(),
-                               [](const json& n) { return is_gpu_node(n); });
+                               [&](const json& n) { return is_gpu_node(n) && !gpus_as_dra_only(n, dra_nodes); });
   if (daemon_sets.empty()) {
     if (!gpu_nodes) return out;
     Finding f;

@@ -62,6 +62,7 @@ std::string_view to_string(Source source) {
     case Source::server_version: return "the server's version";
     case Source::api_groups: return "API discovery";
     case Source::node_probes: return "the GPU nodes over ssh";
+    case Source::dra: return "DRA objects (resource.k8s.io)";
   }
   return "unknown";
 }

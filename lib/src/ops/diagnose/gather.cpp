@@ -1,13 +1,16 @@
 // diagnose's gathering pass: every list the selected checks need, read once and in parallel; a
 // list that fails is recorded and skips only its checks. Then, from what the lists hold, the
 // device plugin's pods (wherever -n points) and the recent logs of those pods and of failed GPU
-// Jobs' pods, a bounded number at a time.
+// Jobs' pods, a bounded number at a time. What resource.k8s.io holds (DRA) is read beside the
+// lists, by the reader `gpuctl nodes` uses.
+#include <algorithm>
 #include <future>
 #include <map>
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "check_support.hpp"
 #include "gpuctl/kube/client.hpp"
@@ -17,6 +20,7 @@
 #include "gpuctl/kube/projection.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
 #include "gpuctl/ops/diagnose/diagnose.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
@@ -39,7 +43,8 @@ struct ListPlan {
 };
 
 // The pod fields the checks read: the inventory's (requests, phase, node) and container states,
-// owners, placement, volumes and images. Whole pods are ~9 KiB each.
+// owners, placement, volumes and images, and the DRA claims they use (spec.resourceClaims and
+// the names of the claims made for them). Whole pods are ~9 KiB each.
 const kube::Projection& pod_fields() {
   static const kube::Projection fields = [] {
     std::vector<std::string> paths = kube::pod_request_paths();
@@ -47,7 +52,8 @@ const kube::Projection& pod_fields() {
          {"metadata.uid", "metadata.labels", "metadata.creationTimestamp", "metadata.ownerReferences",
           "spec.nodeSelector", "spec.tolerations", "spec.affinity", "spec.volumes", "spec.containers[].image",
           "spec.containers[].env", "status.reason", "status.message", "status.conditions", "status.containerStatuses",
-          "status.initContainerStatuses"})
+          "status.initContainerStatuses", "spec.resourceClaims", "status.resourceClaimStatuses",
+          "status.extendedResourceClaimStatus"})
       paths.emplace_back(more);
     return kube::Projection(paths);
   }();
@@ -57,7 +63,7 @@ const kube::Projection& pod_fields() {
 // The lists read in the first, parallel step; the others are derived from them.
 bool is_list(Source s) {
   return s != Source::plugin_pods && s != Source::plugin_logs && s != Source::job_logs && s != Source::server_version &&
-         s != Source::api_groups && s != Source::node_probes;
+         s != Source::api_groups && s != Source::node_probes && s != Source::dra;
 }
 
 ListPlan plan_for(Source source, const GatherOptions& options) {
@@ -265,6 +271,31 @@ Probing start_probing(const NodeProbing& probing, const std::vector<json>& nodes
   });
 }
 
+// DRA's objects, read while the lists are: discovery, then its own lists in parallel. A cluster
+// without resource.k8s.io/v1 is an inventory with served == false, not an error.
+using DraReading = std::future<Result<DraInventory>>;
+DraReading start_dra(kube::Client& client) {
+  return std::async(std::launch::async, [&client] { return collect_dra(client); });
+}
+
+// The DRA checks stand on the slices and the classes: with either refused they would pass on
+// nothing, so the source is unavailable. Refused claims or taint rules are said by the checks
+// that read them (who holds a device, what a rule taints are not known).
+void record_dra(Snapshot& snapshot, DraInventory inventory) {
+  std::vector<std::string_view> refused;
+  for (std::string_view plural : {"resourceslices", "resourceclaims", "deviceclasses", "devicetaintrules"}) {
+    if (!support::dra_unread(inventory, plural).empty()) refused.push_back(plural);
+  }
+  auto named = [&](std::string_view plural) {
+    return std::find(refused.begin(), refused.end(), plural) != refused.end();
+  };
+  if (named("resourceslices") || named("deviceclasses")) {
+    snapshot.unavailable[Source::dra] = fmt::format("forbidden: {}", fmt::join(refused, ", "));
+    return;
+  }
+  snapshot.dra = std::move(inventory);
+}
+
 void record_probes(Snapshot& snapshot, Result<std::vector<NodeProbe>> probed) {
   if (!probed) {
     snapshot.unavailable[Source::node_probes] = probed.error().message;
@@ -312,6 +343,8 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
   const bool probe = options.sources.count(Source::node_probes) > 0;
   if (probe && options.probing.runner == nullptr)
     snapshot.not_wanted[Source::node_probes] = options.probing.disabled_because;
+  std::optional<DraReading> dra;
+  if (options.sources.count(Source::dra)) dra = start_dra(client);
   std::optional<Probing> probing;
   std::optional<Error> fatal;
   for (auto& [source, read] : reads) {  // nodes first (the lowest Source): the probe starts early
@@ -326,6 +359,16 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
     }
     if (source == Source::nodes && result && probe && options.probing.runner != nullptr) {
       probing = start_probing(options.probing, snapshot.lists[Source::nodes]);
+    }
+  }
+  if (dra) {
+    Result<DraInventory> inventory = dra->get();
+    if (inventory) {
+      record_dra(snapshot, std::move(*inventory));
+    } else if (stops_everything(inventory.error())) {
+      if (!fatal) fatal = inventory.error();
+    } else {
+      snapshot.unavailable[Source::dra] = inventory.error().message;
     }
   }
   if (probe && options.probing.runner != nullptr && !probing) {

@@ -17,6 +17,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/gpu/xid.hpp"
+#include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
 
 namespace gpuctl::kube {
@@ -54,7 +55,10 @@ std::string_view to_string(Layer layer);
 // their recent logs and job_logs the last lines of failed GPU Jobs' pods (read after those), each
 // {namespace, pod, container, node, previous, text, error}; server_version is GET /version (one
 // item), api_groups the discovery document GET /apis (one item). node_probes are the GPU nodes
-// probed over ssh (gpuctl gpus' probe), held in Snapshot::probes, not in a list.
+// probed over ssh (gpuctl gpus' probe), held in Snapshot::probes, not in a list. dra is what
+// resource.k8s.io holds (ResourceSlices, ResourceClaims, DeviceClasses, DeviceTaintRules), read
+// by ops::collect_dra into Snapshot::dra; a cluster that does not serve it reads as an inventory
+// with served == false, about which the DRA checks have nothing to say.
 enum class Source {
   nodes,
   pods,
@@ -71,7 +75,8 @@ enum class Source {
   job_logs,
   server_version,
   api_groups,
-  node_probes
+  node_probes,
+  dra
 };
 std::string_view to_string(Source source);
 
@@ -119,6 +124,7 @@ struct Snapshot {
   std::map<Source, std::string> unavailable;             // why a list could not be read ("forbidden: ...")
   std::map<Source, std::string> not_wanted;              // what the caller chose not to read, and how ("--no-ssh")
   std::map<std::string, NodeProbe, std::less<>> probes;  // Source::node_probes, by node name
+  std::optional<DraInventory> dra;                       // Source::dra; nullopt when not read
 
   // The list, or an empty one when it was not read.
   const std::vector<nlohmann::json>& list(Source source) const;
@@ -154,6 +160,7 @@ std::vector<Finding> check_node_pressure(const Snapshot& snapshot);
 std::vector<Finding> check_gpu_unhealthy_devices(const Snapshot& snapshot);
 // device-plugin-missing (critical): a node that looks like a GPU node (a GPU product label or
 // nvidia.com/gpu.present=true) but advertises no nvidia.com/* capacity: the plugin never registered.
+// Nodes whose GPUs NVIDIA's DRA driver publishes (Source::dra, when readable) are left out.
 std::vector<Finding> check_device_plugin_missing(const Snapshot& snapshot);
 // gpu-allocation-failed (error): GPU pods the kubelet refused at admission (UnexpectedAdmissionError,
 // "Allocate failed due to ..."), per node, with the cause read from the message (pods, events).
@@ -173,9 +180,10 @@ std::vector<Finding> check_pvc_unbound(const Snapshot& snapshot);
 // volume-mount-failed (error): FailedMount / FailedAttachVolume events of GPU pods, grouped by
 // cause and NFS export (server unreachable, export missing, access denied, client missing, ...).
 std::vector<Finding> check_volume_mount_failed(const Snapshot& snapshot);
-// device-plugin-unhealthy (critical): GPU nodes without a device plugin pod (and why: the
-// DaemonSet's placement or tolerations), plugin pods not Ready, crash-looping or restarting; a
-// rollout stuck half-way and plugin versions that differ across nodes (warnings).
+// device-plugin-unhealthy (critical): GPU nodes without a device plugin pod (but those whose GPUs
+// are DRA devices only) and why (the DaemonSet's placement or tolerations), plugin pods not Ready,
+// crash-looping or restarting; a rollout stuck half-way and plugin versions that differ across
+// nodes (warnings).
 std::vector<Finding> check_device_plugin_unhealthy(const Snapshot& snapshot);
 // device-plugin-log-errors (error): known failure lines in the plugin pods' recent logs
 // (registration, NVML, strategy, no devices), quoted with their time.
@@ -247,6 +255,29 @@ std::vector<Finding> check_nvlink_down(const Snapshot& snapshot);
 std::vector<Finding> check_fabric_manager_down(const Snapshot& snapshot);
 // persistence-mode-off (info): GPUs without persistence mode.
 std::vector<Finding> check_persistence_mode_off(const Snapshot& snapshot);
+
+// GPUs as DRA devices (issue 19): what resource.k8s.io shows (Source::dra), joined with the pods
+// and nodes. A cluster without the API passes them all.
+//
+// dra-device-tainted (by the taint): a DRA GPU device with a taint, from the driver's health check
+// in its slice (gpu.nvidia.com/xid=<code>, gpu.nvidia.com/gpu-lost, gpu.nvidia.com/unmonitored)
+// or from a DeviceTaintRule: critical for a lost GPU and for Xids NVIDIA says need a reset or a
+// reboot, error for other NoSchedule/NoExecute taints, info for None; with the pods still holding
+// the device (NoSchedule evicts nobody).
+std::vector<Finding> check_dra_device_tainted(const Snapshot& snapshot);
+// dra-pool-incomplete (error): pools left out of the counts (slices missing, sizes disagreeing, a
+// device published twice): that node's GPUs cannot be allocated through DRA until the driver
+// republishes.
+std::vector<Finding> check_dra_pool_incomplete(const Snapshot& snapshot);
+// dra-claim-unallocated (error): ResourceClaims of pending pods that are not allocated (or do not
+// exist), with the scheduler's reason, the claim's requests and how many free devices match them.
+std::vector<Finding> check_dra_claim_unallocated(const Snapshot& snapshot);
+// dra-class-matches-nothing (warning when a claim requests it, info otherwise): DeviceClasses whose
+// selectors match no device; a class gpuctl cannot evaluate is info saying so, never "matches nothing".
+std::vector<Finding> check_dra_class_matches_nothing(const Snapshot& snapshot);
+// dra-double-advertised (warning): GPU nodes whose GPUs the device plugin advertises (nvidia.com/*)
+// and NVIDIA's DRA driver publishes too: two pods can be given the same GPU.
+std::vector<Finding> check_dra_double_advertised(const Snapshot& snapshot);
 
 // One node's own health, for acting on it (uncordon --verify, drain --rolling --verify,
 // diagnose --quarantine): the checks that read only the node and its probe (node-unreachable,
