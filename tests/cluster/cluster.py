@@ -56,6 +56,7 @@ import sim_logs  # noqa: E402  (tests/cluster: container logs through the real p
 import sim_pods  # noqa: E402  (tests/cluster: crash-looping and restarted containers)
 import sim_metrics  # noqa: E402  (tests/cluster: metrics.k8s.io from metrics-server, on request)
 import sim_host  # noqa: E402  (tests/cluster: a simulated host's settings beyond its mode)
+import sim_dra  # noqa: E402  (tests/cluster: GPUs as DRA devices, published as NVIDIA's DRA driver does)
 import fake_nvidia_smi  # noqa: E402  (tests/cluster: checks those settings against the host's capture)
 
 HERE = Path(__file__).resolve().parent
@@ -82,6 +83,16 @@ FIXTURE_MODES = ("ok", "gpu-lost", "gpu-unknown-error", "garbage", "inforom", "d
 SSHD_SHARD = 16          # OpenSSH's MAX_LISTEN_SOCKS: one sshd listens on at most 16 addresses
 CONTEXTS = ("admin", "viewer", "nobody", "token", "badtoken")
 PROC_ORDER = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+# What GPUs as DRA devices need beyond the GA core (resource.k8s.io/v1), per component: the gate
+# names as v1.36.3's pkg/features/kube_features.go defines them; why each: README.md, "DRA".
+_DRA_GATES = ("DRAExtendedResource", "DRADeviceTaints", "DRADeviceTaintRules")
+DRA_FEATURE_GATES = {"kube-apiserver": _DRA_GATES, "kube-controller-manager": _DRA_GATES, "kube-scheduler": _DRA_GATES}
+# DeviceTaintRule is served only by resource.k8s.io/v1beta2 in 1.36 (beta APIs are off by default).
+DRA_RUNTIME_CONFIG = "resource.k8s.io/v1beta2/devicetaintrules=true"
+
+
+def feature_gates_flag(component):
+    return "--feature-gates=%s" % ",".join("%s=true" % g for g in DRA_FEATURE_GATES[component])
 
 
 class ClusterError(Exception):
@@ -314,7 +325,7 @@ def gfd_product(name):
 NODE_KEYS = {"name", "namePrefix", "count", "startIndex", "cpu", "memory", "pods", "ephemeralStorage",
              "gpus", "unhealthyGpus", "product", "labelScheme", "accelerator", "mig", "labels",
              "annotations", "taints", "unschedulable", "ssh", "cut", "ready", "overrides",
-             "extraResources", "nodeInfo"}
+             "extraResources", "nodeInfo", "dra"}
 SSH_KEYS = {"fixture", "mode", "gpuIndex", "enabled", "nvmlLibraryVersion", "gpus", "keepUuids", *sim_host.SETTINGS}
 LABEL_SCHEMES = ("gfd", "gke", "accelerator", "none")
 
@@ -397,7 +408,49 @@ def normalise_spec(spec, source):
         raise ClusterError("%s: node %s: unhealthyGpus must not be negative" % (source, name))
     spec["gpus"] = gpus
     spec["fixtureInfo"] = fixture_info(fx) if fx else None
+    spec["dra"] = normalise_dra(spec, source)
     return spec
+
+
+DRA_KEYS = {"deviceTaints"}
+
+
+def normalise_dra(spec, source):
+    """`dra: true` (or `dra: {deviceTaints: {gpu-1: [{key, value, effect}]}}`): the node's GPUs are DRA
+    devices (sim_dra.py). Checked here, before anything starts: the devices are computed from the
+    host's capture as they will be published."""
+    dra = spec.get("dra")
+    if dra in (None, False):
+        return None
+    where = "%s: node %s: dra" % (source, spec["name"])
+    if dra is True:
+        dra = {}
+    if not isinstance(dra, dict) or set(dra) - DRA_KEYS:
+        raise ClusterError("%s: true, or a mapping with %s" % (where, ", ".join(sorted(DRA_KEYS))))
+    if not spec["gpus"]:
+        raise ClusterError("%s: a DRA node needs gpus" % where)
+    if spec.get("unhealthyGpus"):
+        raise ClusterError("%s: unhealthyGpus is for the device plugin's allocatable; a DRA node marks a GPU "
+                           "unhealthy with a device taint (dra.deviceTaints)" % where)
+    ssh = spec["ssh"]
+    host = {"fixture": ssh.get("fixturePath"), "gpus": ssh.get("gpus") or spec["gpus"],
+            "uuid_seed": None if ssh.get("keepUuids") else spec["name"],
+            "settings": {k: ssh[k] for k in sim_host.SETTINGS if k in ssh}}
+    try:
+        devices = sim_dra.host_devices(host, mig_profiles(spec))
+        sim_dra.apply_taints(devices, dra.get("deviceTaints"), "deviceTaints")
+    except sim_dra.DraError as e:
+        raise ClusterError("%s: %s" % (where, e))
+    return {"deviceTaints": dra.get("deviceTaints") or {}}
+
+
+def mig_profiles(spec):
+    """The MIG devices of one GPU (fleet `mig.devices`), as a list of profiles."""
+    out = []
+    if spec["gpus"] and spec.get("mig"):
+        for prof, n in (spec["mig"].get("devices") or {}).items():
+            out += [prof] * int(n)
+    return out
 
 
 def checked_settings(settings, fixture_path, gpus):
@@ -428,11 +481,10 @@ def node_object(spec, internal_ip):
            "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
     alloc = dict(cap)
     unhealthy = int(spec.get("unhealthyGpus", 0) or 0)
-    mig_devices = []   # MIG profiles of one GPU
-    if gpus and mig:
-        for prof, n in (mig.get("devices") or {}).items():
-            mig_devices += [prof] * int(n)
-    if gpus:
+    mig_devices = mig_profiles(spec)   # MIG profiles of one GPU
+    # A DRA node's GPUs are ResourceSlice devices: the DRA driver replaces the device plugin, so no
+    # nvidia.com/* extended resource in capacity (GPU Feature Discovery's labels stay).
+    if gpus and not spec.get("dra"):
         strategy = (mig or {}).get("strategy", "none") if mig else "none"
         if strategy == "mixed":
             for prof in sorted(set(mig_devices)):
@@ -495,6 +547,14 @@ def node_object(spec, internal_ip):
     if spec.get("unschedulable"):
         node["spec"]["unschedulable"] = True
     return node, mig_devices
+
+
+def sim_dra_entry(n):
+    """cluster.json's view of a DRA node: driver, pool and the devices published at apply time."""
+    if not n.get("dra"):
+        return None
+    return {"driver": sim_dra.DRIVER, "pool": n["name"], "device_taints": n["dra"].get("deviceTaints") or {},
+            "devices": n["dra"].get("devices") or []}
 
 
 def gfd_labels(spec, info, product_name, family, cmaj, cmin, mig, mig_devices):
@@ -959,6 +1019,7 @@ class Cluster:
             "--kubelet-client-certificate=%s" % (P / "apiserver-kubelet-client.crt"),
             "--kubelet-client-key=%s" % (P / "apiserver-kubelet-client.key"),
             *sim_metrics.apiserver_flags(P),
+            feature_gates_flag("kube-apiserver"), "--runtime-config=%s" % DRA_RUNTIME_CONFIG,
             "--profiling=false"])
         self.save()
 
@@ -975,9 +1036,10 @@ class Cluster:
         procs["kube-controller-manager"] = self.spawn("kube-controller-manager", [
             str(b / "kube-controller-manager"), *common, "--secure-port=%d" % ports["kcm"],
             "--service-account-private-key-file=%s" % (P / "sa.key"), "--root-ca-file=%s" % (P / "ca.crt"),
-            "--controllers=*", "--use-service-account-credentials=false"])
+            "--controllers=*", "--use-service-account-credentials=false", feature_gates_flag("kube-controller-manager")])
         procs["kube-scheduler"] = self.spawn("kube-scheduler", [
-            str(b / "kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"]])
+            str(b / "kube-scheduler"), *common, "--secure-port=%d" % ports["scheduler"],
+            feature_gates_flag("kube-scheduler")])
         self.install_kwok_crds()
         self.start_kubelet_relay()
         # kwok is every node's kubelet: its server (127.0.0.1 only) answers pods/log, reached
@@ -994,6 +1056,7 @@ class Cluster:
         self.save()
 
         self.bootstrap_rbac()
+        self.ensure_device_classes()
 
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
@@ -1016,6 +1079,13 @@ class Cluster:
             if not pid_alive(procs[n]):
                 raise ClusterError("%s exited during start-up:\n%s" % (n, self.tail(n + ".log")))
         log("control plane ready (%.1fs)" % (time.time() - t))
+
+    def ensure_device_classes(self):
+        """The DRA driver chart's DeviceClasses (sim_dra.py): cluster-wide, present from the start."""
+        try:
+            sim_dra.ensure_device_classes(self)
+        except sim_dra.DraError as e:
+            raise ClusterError(str(e))
 
     def install_kwok_crds(self):
         """kwok's Logs and ClusterLogs CRDs, from the Go module cache as the stages are."""
@@ -1333,18 +1403,21 @@ class Cluster:
         ]
         write_file(S / "ssh_config", "\n".join(cfg) + "\n", 0o644)
 
+    def host_record(self, n):
+        """The node's simulated host as the fakes read it (and sim_dra publishes its GPUs from)."""
+        return {"node": n["name"], "ip": n["ssh_address"], "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
+                "fixture": n["ssh"].get("fixture_path"), "gpus": n["ssh"].get("gpus") or n["physical_gpus"] or None,
+                "mig": n.get("mig_devices") or None, "nvml_library_version": n["ssh"].get("nvml_library_version"),
+                "uuid_seed": None if n["ssh"].get("keep_uuids") else n["name"],
+                "settings": n["ssh"].get("settings") or {}}
+
     def write_host_file(self, n):
         """What the fake nvidia-smi reads at each call, keyed by the address sshd answered on."""
         if not n["ssh"]["enabled"]:
             return
         S = self.ssh_dir
         a = n["ssh_address"]
-        host = {"node": n["name"], "ip": a, "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
-                "fixture": n["ssh"].get("fixture_path"), "gpus": n["ssh"].get("gpus") or n["physical_gpus"] or None,
-                "mig": n.get("mig_devices") or None, "nvml_library_version": n["ssh"].get("nvml_library_version"),
-                "uuid_seed": None if n["ssh"].get("keep_uuids") else n["name"],
-                "settings": n["ssh"].get("settings") or {}}
-        write_file(S / "hosts" / (a + ".json"), json.dumps(host, indent=1))
+        write_file(S / "hosts" / (a + ".json"), json.dumps(self.host_record(n), indent=1))
         marker = S / "hosts" / (a + ".no-nvidia-smi")
         if n["ssh"]["mode"] == "no-nvidia-smi":
             marker.touch()
@@ -1467,6 +1540,7 @@ class Cluster:
                     n["cut"] = True
                 obj, mig_devices = node_object(spec, n["internal_ip"])
                 n["mig_devices"] = mig_devices
+                n["dra"] = spec["dra"]
                 n["capacity"] = obj["status"]["capacity"]
                 n["allocatable"] = obj["status"]["allocatable"]
                 n["labels"] = obj["metadata"]["labels"]
@@ -1483,8 +1557,12 @@ class Cluster:
             if addrs:
                 self.start_sshd_shards(addrs)
             self.relay_listen(kubelet_addrs)
+            if any(n["dra"] for n, _ in created):
+                self.require_dra_flags(source)
             for n, obj in created:
                 self.create_node(obj)
+                if n["dra"]:
+                    self.publish_dra(n)
             self.save()
         if created and wait:
             self.wait_nodes([n["name"] for n, _ in created if n["ready"]])
@@ -1507,6 +1585,21 @@ class Cluster:
             # Not kept on create: set it through the status subresource.
             patch = {"status": {k: want[k] for k in ("capacity", "allocatable", "addresses", "nodeInfo")}}
             self.api("PATCH", "/api/v1/nodes/%s/status" % name, patch, ctype="application/merge-patch+json")
+
+    def publish_dra(self, n):
+        """The node's ResourceSlice, as the DRA driver's kubelet plugin publishes it on start."""
+        try:
+            devices = sim_dra.node_devices(self, n["name"])
+            sim_dra.publish(self, n["name"], devices)
+        except sim_dra.DraError as e:
+            raise ClusterError("node %s: %s" % (n["name"], e))
+        n["dra"]["devices"] = sim_dra.describe(devices)
+
+    def require_dra_flags(self, source):
+        argv = " ".join(self.component_argv("kube-apiserver"))
+        if feature_gates_flag("kube-apiserver") not in argv:
+            raise ClusterError("%s declares DRA nodes, but this cluster's kube-apiserver runs without the DRA feature "
+                               "gates (it was started by an older cluster.py): `down`, then `up` again" % source)
 
     def wait_nodes(self, names, timeout=120):
         names = set(names)
@@ -1910,6 +2003,7 @@ class Cluster:
                 "gpus": n["physical_gpus"], "product": n["product"], "label_scheme": n["label_scheme"],
                 "capacity": n.get("capacity"), "allocatable": n.get("allocatable"), "labels": n.get("labels"),
                 "mig_devices": n.get("mig_devices"),
+                "dra": sim_dra_entry(n),
                 "ssh": {"enabled": n["ssh"]["enabled"], "mode": n["ssh"]["mode"], "gpu_index": n["ssh"]["gpu_index"],
                         "fixture": n["ssh"]["fixture"], "fixture_path": n["ssh"]["fixture_path"],
                         "settings": n["ssh"].get("settings") or {}},

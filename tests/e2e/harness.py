@@ -36,6 +36,7 @@ CLUSTER_DIR = HERE.parent / "cluster"
 sys.path.insert(0, str(CLUSTER_DIR))
 import cluster as _cluster  # noqa: E402  (tests/cluster/cluster.py)
 import sim_logs as _sim_logs  # noqa: E402  (tests/cluster/sim_logs.py)
+import sim_dra  # noqa: E402  (tests/cluster/sim_dra.py: GPUs as DRA devices; re-exported for suites)
 import sim_objects  # noqa: E402  (tests/e2e/sim_objects.py)
 from sim_objects import device_plugin_daemonset  # noqa: E402,F401  (re-exported for suites)
 
@@ -357,6 +358,60 @@ def gpu_job(name, namespace, node=None, gpus=1, outcome_=None, completions=1, pa
     if ttl is not None:
         spec["ttlSecondsAfterFinished"] = ttl
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def claim_template(name, namespace, device_class="gpu.nvidia.com", count=1, selectors=None):
+    """A ResourceClaimTemplate asking for `count` devices of `device_class` (CEL `selectors`: strings)."""
+    exactly = {"deviceClassName": device_class, "allocationMode": "ExactCount", "count": count}
+    if selectors:
+        exactly["selectors"] = [{"cel": {"expression": e}} for e in selectors]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaimTemplate",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": exactly}]}}}}
+
+
+def claim_pod(name, namespace, template=None, claim=None, node=None, node_selector=None, **kw):
+    """A bare pod whose container uses one ResourceClaim, `gpu`: made from ResourceClaimTemplate
+    `template`, or the existing ResourceClaim `claim`. No nvidia.com/gpu request."""
+    p = gpu_pod(name, namespace, node=node, gpus=0, node_selector=node_selector, **kw)
+    ref = {"resourceClaimTemplateName": template} if template else {"resourceClaimName": claim}
+    p["spec"]["resourceClaims"] = [{"name": "gpu", **ref}]
+    p["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    return p
+
+
+def pod_claims(name, namespace):
+    """The ResourceClaims a pod uses (template-made, named in status.resourceClaimStatuses, and the
+    scheduler's for extended resources, in status.extendedResourceClaimStatus)."""
+    st = pod(name, namespace).get("status") or {}
+    names = [c["resourceClaimName"] for c in st.get("resourceClaimStatuses") or [] if c.get("resourceClaimName")]
+    ext = (st.get("extendedResourceClaimStatus") or {}).get("resourceClaimName")
+    names += [ext] if ext else []
+    return [kubectl("get", "resourceclaim", n, "-n", namespace, "-o", "json") for n in names]
+
+
+def dra_slice(node):
+    """The node's ResourceSlice of driver gpu.nvidia.com (tests/cluster/sim_dra.py)."""
+    return sim_dra.node_slice(cluster(), node)
+
+
+def dra_publish(node, devices=None, generation=1, slice_count=1):
+    """Publishes the node's slice afresh (devices: default what its host and fleet say)."""
+    return sim_dra.publish(cluster(), node, devices, generation, slice_count)
+
+
+def dra_taint(node, device, key=sim_dra.XID_TAINT, value="79", effect="NoSchedule"):
+    """A device taint in the node's slice, as the driver's health check writes it (default: Xid 79)."""
+    return sim_dra.set_device_taint(cluster(), node, device, key, value, effect)
+
+
+def dra_untaint(node, device, key=None):
+    return sim_dra.clear_device_taint(cluster(), node, device, key)
+
+
+def dra_incomplete_pool(node):
+    """The node's pool at generation N+1 with resourceSliceCount 2 and only one slice published."""
+    return sim_dra.make_pool_incomplete(cluster(), node)
 
 
 def pod(name, namespace):

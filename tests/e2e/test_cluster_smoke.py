@@ -92,13 +92,16 @@ class Pods(h.TestCase):
 
     def test_insufficient_gpu(self):
         ns = self.namespace("smoke-big")
-        h.create(h.gpu_pod("huge", ns, gpus=64, node_selector=only_smoke_nodes()))
+        # 16: more than any smoke node has, and at most DRA's 32 devices per claim. With the DeviceClass
+        # gpu.nvidia.com mapping nvidia.com/gpu (DRAExtendedResource), a larger request is refused
+        # outright ("number of requested devices 64 exceeds the claim limit of 32"), whatever the nodes.
+        h.create(h.gpu_pod("huge", ns, gpus=16, node_selector=only_smoke_nodes()))
 
         def failed():
             for e in h.events_for("Pod", "huge", ns):
                 if e["reason"] == "FailedScheduling":
                     return e["message"]
-        msg = h.wait_for(failed, 60, "FailedScheduling for 64 GPUs")
+        msg = h.wait_for(failed, 60, "FailedScheduling for 16 GPUs")
         self.assertIn("Insufficient nvidia.com/gpu", msg)
 
     def test_job_completes(self):
