@@ -216,3 +216,36 @@ TEST_CASE("submit_preflight_dra: quota counts the claim's devices and the claim 
                     {{"gpu.nvidia.com.deviceclass.resource.k8s.io/devices", "2"}})};
   CHECK(ops::check_quota(input_for(s)).empty());
 }
+
+TEST_CASE("submit_preflight_dra: a plain nvidia.com/gpu request on DRA-only nodes counts the mapped class's devices",
+          "[preflight]") {
+  // No node advertises nvidia.com/gpu; DeviceClass gpu.nvidia.com maps it (extendedResourceName),
+  // so the scheduler serves `--gpus N` with N of its devices on one node (DRAExtendedResource).
+  Setup s;
+  s.classes = {dra::device_class("gpu.nvidia.com", "gpu", "nvidia.com/gpu")};
+  s.claims = {allocated_claim("c1", "dra-a", "gpu-0")};
+  auto plain = [&](int gpus, int parallelism = 1) {
+    ops::PreflightInput in = input_for(s);
+    in.claim_template = nullptr;
+    auto& pod = in.job["spec"]["template"]["spec"];
+    pod.erase("resourceClaims");
+    for (auto& c : pod["containers"]) c["resources"] = {{"limits", {{"nvidia.com/gpu", std::to_string(gpus)}}}};
+    in.job["spec"]["parallelism"] = parallelism;
+    return in;
+  };
+  CHECK(ops::check_gpu_capacity(plain(2)).empty());  // no longer "the cluster has no node with 2 nvidia.com/gpu"
+  CHECK(ops::check_gpu_free_now(plain(1)).empty());
+  auto three = ops::check_gpu_capacity(plain(3));
+  REQUIRE(three.size() == 1);
+  CHECK(three[0].message ==
+        "no schedulable node has 3 GPUs: the largest has 2 (2 nodes in the cluster, 2 schedulable)");
+  // dra-a's gpu-0 is held by a claim: one more 2-GPU pod fits (on dra-b), a second waits.
+  auto busy = ops::check_gpu_free_now(plain(2, 2));
+  REQUIRE(busy.size() == 1);
+  CHECK(busy[0].message ==
+        "only 1 of the job's 2 pods (2 GPUs each) fit on the GPUs free now (3 free across 2 "
+        "nodes); the rest will wait in Pending");
+  // Without the mapping, DRA devices serve no plain request: nothing offers nvidia.com/gpu.
+  s.classes = {device_class()};
+  REQUIRE(ops::check_gpu_capacity(plain(2)).size() == 1);
+}

@@ -13,7 +13,7 @@
 #include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/admission/admission_denial.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
-#include "gpuctl/ops/dra/dra_cel.hpp"
+#include "gpuctl/ops/dra/dra_extended.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops::diagnose {
@@ -43,24 +43,18 @@ struct Room {
 };
 
 // A resource a DeviceClass serves through DRA (extendedResourceName): on nodes that do not
-// advertise it, the scheduler gives the pod devices of that class instead. Their room is the
-// class's healthy devices there and their use the devices claims hold (the pods' requests are
-// served by those claims, so they are not counted again). A device whose selectors gpuctl cannot
-// evaluate counts as one the class may serve: the room is then an upper bound, and "can never
-// run" stays true. Returns the nodes whose room is DRA's.
+// advertise it, the room is the class's healthy devices there and the use the devices claims hold
+// (the pods' requests are served by those claims, so they are not counted again). Returns the
+// nodes whose room is DRA's.
 std::set<std::string> add_dra_room(const Snapshot& snapshot, const std::string& resource, Room& room) {
   std::set<std::string> nodes;
   const DraInventory* inventory = dra_of(snapshot);
   if (inventory == nullptr) return nodes;
-  auto cls = std::find_if(inventory->classes.begin(), inventory->classes.end(),
-                          [&](const DraDeviceClass& c) { return c.extended_resource_name == resource; });
-  if (cls == inventory->classes.end()) return nodes;
-  for (const auto& d : inventory->devices) {
-    if (d.node.empty() || d.unhealthy() || amount(room.allocatable, d.node) > 0) continue;
-    if (evaluate_device_selectors(cls->selectors, d).kind == CelVerdict::Kind::no_match) continue;
-    nodes.insert(d.node);
-    ++room.allocatable[d.node];
-    if (inventory->holder({d.driver, d.pool, d.name}) != nullptr) ++room.used[d.node];
+  for (const auto& [node, dra] : dra_extended_room(*inventory, resource)) {
+    if (amount(room.allocatable, node) > 0) continue;  // the device plugin serves it there
+    nodes.insert(node);
+    room.allocatable[node] += dra.devices;
+    room.used[node] += dra.held;
   }
   return nodes;
 }

@@ -6,6 +6,7 @@
 
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/kube/scheduling.hpp"
+#include "gpuctl/ops/dra/dra_extended.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "submit_preflight_internal.hpp"
@@ -27,10 +28,36 @@ std::int64_t allocatable(const json& node, const std::string& resource) {
   return it == list.end() ? 0 : it->second.value();
 }
 
-bool fits(const json& node, const Requests& requests) {
-  return std::all_of(requests.begin(), requests.end(),
-                     [&](const auto& r) { return allocatable(node, r.first) >= r.second; });
-}
+// What each node offers of the requested resources: its allocatable or, on a node that does not
+// advertise a resource, the devices a DeviceClass serves it with through DRA (DRAExtendedResource;
+// `input.dra` is read when no node advertises the resource, see wants_dra).
+class Offers {
+ public:
+  Offers(const PreflightInput& input, const Requests& requests) {
+    if (!input.dra || !input.dra->served) return;
+    for (const auto& r : requests) dra_[r.first] = dra_extended_room(*input.dra, r.first);
+  }
+
+  std::int64_t of(const json& node, const std::string& name) const {
+    const DraExtendedRoom* dra = dra_room(node, name);
+    return dra != nullptr ? dra->devices : allocatable(node, name);
+  }
+
+  // The DRA room of `name` on `node`, nullptr where the node advertises it (or no class maps it).
+  const DraExtendedRoom* dra_room(const json& node, const std::string& name) const {
+    auto by_node = dra_.find(name);
+    if (by_node == dra_.end() || allocatable(node, name) > 0) return nullptr;
+    auto it = by_node->second.find(kube::name_of(node));
+    return it == by_node->second.end() ? nullptr : &it->second;
+  }
+
+  bool fits(const json& node, const Requests& requests) const {
+    return std::all_of(requests.begin(), requests.end(), [&](const auto& r) { return of(node, r.first) >= r.second; });
+  }
+
+ private:
+  std::map<std::string, std::map<std::string, DraExtendedRoom>> dra_;  // by resource, then node
+};
 
 // How the message names the nodes the pod may land on.
 struct PlacementWords {
@@ -98,6 +125,7 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
   const Requests requests = nvidia_requests(input.job);
   if (requests.empty()) return {};
   const json& spec = pod_spec(input.job);
+  const Offers offers(input, requests);
 
   std::int64_t matching = 0;
   std::int64_t schedulable = 0;
@@ -118,8 +146,8 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
       continue;
     }
     ++schedulable;
-    if (fits(node, requests)) return {};
-    for (const auto& [name, n] : requests) largest[name] = std::max(largest[name], allocatable(node, name));
+    if (offers.fits(node, requests)) return {};
+    for (const auto& [name, n] : requests) largest[name] = std::max(largest[name], offers.of(node, name));
   }
 
   const PlacementWords words = placement_words(spec);
@@ -169,6 +197,7 @@ std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
   const std::int64_t wanted = concurrent_pods(input.job, true);
   if (requests.empty() || wanted == 0 || !input.pods_listed) return {};
   const json& spec = pod_spec(input.job);
+  const Offers offers(input, requests);
 
   std::map<std::string, kube::ResourceList> used;  // by node name
   for (const auto& pod : input.pods) {
@@ -186,14 +215,17 @@ std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
   std::int64_t most_free = 0;
   std::int64_t total_free = 0;
   for (const auto& node : input.nodes) {
-    if (kube::placement_exclusion(spec, node) || !fits(node, requests)) continue;
+    if (kube::placement_exclusion(spec, node) || !offers.fits(node, requests)) continue;
     ++fitting;
     const auto& on_node = used[kube::name_of(node)];
     std::int64_t pods_here = -1;
     for (const auto& [name, n] : requests) {
+      // Where DRA serves the resource, the claims' devices are its use (the pods' requests are
+      // served by those claims: not counted again).
       auto it = on_node.find(name);
-      std::int64_t free = std::max<std::int64_t>(
-          kube::saturating_sub(allocatable(node, name), it == on_node.end() ? 0 : it->second.value()), 0);
+      const DraExtendedRoom* dra = offers.dra_room(node, name);
+      std::int64_t in_use = dra != nullptr ? dra->held : it == on_node.end() ? 0 : it->second.value();
+      std::int64_t free = std::max<std::int64_t>(kube::saturating_sub(offers.of(node, name), in_use), 0);
       if (name == primary) {
         most_free = std::max(most_free, free);
         total_free = kube::saturating_add(total_free, free);
