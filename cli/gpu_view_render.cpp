@@ -48,14 +48,35 @@ Cell ecc_cell(const gpu::Ecc& e) {
   return Cell(std::to_string(n), n > 0 ? Style::bad : Style::plain);
 }
 
-std::string pods_cell(const std::vector<ops::GpuPod>& pods) {
-  if (pods.empty()) return "<none>";
-  std::vector<std::string> names;
-  for (const auto& p : pods) {
+// The node's GPU pods with how many GPUs each holds: the DRA devices its claims hold, then the
+// extended resources of the pods no claim there serves (a device plugin's, or a pod not yet
+// bound to its claim's devices).
+std::string pods_cell(const ops::NodeGpuView& v) {
+  std::vector<std::pair<std::string, std::int64_t>> held;  // "ns/name" -> GPUs, first seen first
+  auto add = [&](const std::string& pod, std::int64_t n) {
+    auto it = std::find_if(held.begin(), held.end(), [&](const auto& e) { return e.first == pod; });
+    if (it == held.end()) {
+      held.emplace_back(pod, n);
+    } else {
+      it->second += n;
+    }
+  };
+  for (const auto& h : v.dra_devices) {
+    for (const auto& pod : h.pods) add(pod, 1);
+  }
+  const std::size_t by_dra = held.size();
+  for (const auto& p : v.pods) {
+    std::string pod = p.namespace_name + "/" + p.name;
+    if (std::any_of(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(by_dra),
+                    [&](const auto& e) { return e.first == pod; }))
+      continue;
     std::int64_t total = 0;
     for (const auto& [resource, count] : p.resources) total += count;
-    names.push_back(fmt::format("{}/{}({})", p.namespace_name, p.name, total));
+    add(pod, total);
   }
+  if (held.empty()) return "<none>";
+  std::vector<std::string> names;
+  for (const auto& [pod, n] : held) names.push_back(fmt::format("{}({})", pod, n));
   if (names.size() > 3) {
     auto more = names.size() - 3;
     names.resize(3);
@@ -111,8 +132,8 @@ std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
     nodes.add_row({Cell(v.kube.name), Cell(v.probe.outcome, outcome_style(v.probe.outcome)),
                    Cell(v.kube.product.empty() ? "<none>" : v.kube.product), Cell(r ? or_dash(r->driver_version) : "-"),
                    Cell(r ? or_dash(r->cuda_version) : "-"), Cell(answered),
-                   Cell(std::to_string(v.kube.gpus.allocatable)), Cell(std::to_string(v.kube.gpus.used)),
-                   Cell(pods_cell(v.pods))});
+                   Cell(std::to_string(v.kube.offered().allocatable)), Cell(std::to_string(v.kube.offered().used)),
+                   Cell(pods_cell(v))});
     if (!r) continue;
     for (const auto& g : r->gpus) {
       std::vector<Cell> row = {Cell(v.kube.name),
