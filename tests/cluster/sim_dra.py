@@ -281,6 +281,8 @@ def node_devices(c, node):
 def publish(c, node, devices=None, generation=1, slice_count=1):
     """Replaces the node's slices by one slice with `devices` (default: node_devices), as the kubelet
     plugin does when it starts; returns it."""
+    if c.state is None:
+        c.require_running()
     if devices is None:
         devices = node_devices(c, node)
     _, nobj = c.api("GET", "/api/v1/nodes/" + node)

@@ -11,7 +11,7 @@ import harness as h
 
 FLEET = "diagnose-dra"
 SEL = "e2e.gpuctl.dev/fleet=" + FLEET
-XID, POOL, BIG = "dxdra-xid-0", "dxdra-pool-0", "dxdra-big-0"
+XID, POOL, BIG, TWICE = "dxdra-xid-0", "dxdra-pool-0", "dxdra-big-0", "dxdra-twice-0"
 T4 = "telegraf__tesla-t4__515.105.01__v11.xml"
 FLEET_YAML = """
 name: %s
@@ -26,7 +26,11 @@ nodes:
   - name: %s
     gpus: 2
     ssh: {fixture: %s}
-""" % (FLEET, XID, T4, POOL, T4, BIG, T4)
+  - name: %s
+    gpus: 2
+    dra: false
+    ssh: {fixture: %s}
+""" % (FLEET, XID, T4, POOL, T4, BIG, T4, TWICE, T4)
 
 
 def findings(doc, check, node=None):
@@ -131,6 +135,41 @@ class DiagnoseDraTest(h.TestCase):
         self.assertIn("the scheduler says: " + f["evidence"][0]["text"], f["summary"])
         self.assertIn("cannot allocate all claims", f["summary"])
         self.assertIn("kubectl describe resourceclaim -n %s %s" % (self.ns, claim["metadata"]["name"]), f["remedy"])
+
+    def test_gpus_offered_by_the_device_plugin_and_dra_at_once(self):
+        # TWICE is a device-plugin node (nvidia.com/gpu: 2); a DRA driver starts publishing its GPUs too.
+        c = h.cluster()
+        c.require_running()
+        h.dra_publish(TWICE, devices=h.sim_dra.host_devices(c.host_record(c.node(TWICE))))
+        self.addCleanup(h.kubectl, "delete", "resourceslices", "--field-selector", "spec.nodeName=" + TWICE)
+        doc = self.diagnose("-l", SEL, "--check", "dra-double-advertised")
+        found = findings(doc, "dra-double-advertised")
+        self.assertEqual([(f["node"], f["severity"]) for f in found], [(TWICE, "warning")], found)
+        self.assertTrue(found[0]["summary"].startswith(
+            "%s advertises nvidia.com/gpu=2 through the device plugin and publishes 2 NVIDIA DRA device(s) (gpu-0, "
+            "gpu-1): the same GPUs are offered twice" % TWICE), found[0]["summary"])
+
+    def test_a_device_class_whose_selectors_match_no_device(self):
+        name = "dxdra-b300.example.com"
+        selector = ("device.driver == 'gpu.nvidia.com' && "
+                    "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA B300'")
+        h.create({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": name},
+                  "spec": {"selectors": [{"cel": {"expression": selector}}]}})
+        self.addCleanup(h.kubectl, "delete", "deviceclass", name)
+
+        def of_class(doc):
+            return [f for f in findings(doc, "dra-class-matches-nothing") if f["object"]["name"] == name]
+        (f,) = of_class(self.diagnose("--check", "dra-class-matches-nothing"))
+        self.assertEqual(f["severity"], "info", "no claim asks for it yet")
+        self.assertRegex(f["summary"], r"^DeviceClass %s matches none of the \d+ published device\(s\)" % re.escape(name))
+        self.assertEqual(f["evidence"][0]["text"], selector)
+        # A pod whose claim asks for it: a warning naming the claim, which the scheduler cannot allocate.
+        h.create([h.claim_template("b300", self.ns, device_class=name), h.claim_pod("b300", self.ns, template="b300")])
+        claim = h.wait_for(lambda: h.pod_claims("b300", self.ns), 60, "the claim of pod b300")[0]
+        (f,) = of_class(self.diagnose("--check", "dra-class-matches-nothing"))
+        self.assertEqual(f["severity"], "warning")
+        self.assertIn("claim(s) request it and cannot be allocated: %s/%s" % (self.ns, claim["metadata"]["name"]),
+                      f["summary"])
 
 
 if __name__ == "__main__":
