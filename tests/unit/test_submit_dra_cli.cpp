@@ -157,3 +157,57 @@ TEST_CASE("cli: submit sends the template, the Job and the owner reference", "[s
       "  claims 2 devices of DeviceClass gpu.nvidia.com per pod through ResourceClaimTemplate train-gpus (deleted "
       "with the job)\n"));
 }
+
+TEST_CASE("cli: a plain --gpus on a mixed cluster counts the DRA nodes a DeviceClass serves it on", "[submit][cli]") {
+  // plug-a's device plugin advertises 2 nvidia.com/gpu; dra-a's 4 GPUs are DRA devices of a class
+  // that maps nvidia.com/gpu (extendedResourceName), so the scheduler can give a 4-GPU pod dra-a.
+  auto serve = [](CliHarness& h, bool mapped) {
+    json plug = node("plug-a");
+    plug["status"]["allocatable"]["nvidia.com/gpu"] = "2";
+    plug["status"]["capacity"]["nvidia.com/gpu"] = "2";
+    h.fake()
+        .on("GET", "/api/v1/nodes", json_answer(200, list({plug, node("dra-a")}).dump()))
+        .on("GET", "/apis/resource.k8s.io/v1",
+            json_answer(200, json{{"kind", "APIResourceList"},
+                                  {"groupVersion", "resource.k8s.io/v1"},
+                                  {"resources", json::array({{{"name", "resourceslices"}},
+                                                             {{"name", "resourceclaims"}},
+                                                             {{"name", "deviceclasses"}},
+                                                             {{"name", "devicetaintrules"}}})}}
+                                 .dump()))
+        .on("GET", "/apis/resource.k8s.io/v1/resourceslices",
+            json_answer(200, list({gpu_slice("dra-a", "NVIDIA A100-SXM4-80GB", 4)}).dump()))
+        .on("GET", "/apis/resource.k8s.io/v1/resourceclaims", json_answer(200, list({}).dump()))
+        .on("GET", "/apis/resource.k8s.io/v1/deviceclasses",
+            json_answer(200, list({dra::device_class("gpu.nvidia.com", "gpu", mapped ? "nvidia.com/gpu" : "")}).dump()))
+        .on("GET", "/apis/resource.k8s.io/v1/devicetaintrules", json_answer(200, list({}).dump()))
+        .on("GET", "/api/v1/pods", json_answer(200, list({}).dump()))
+        .on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({}).dump()))
+        .on("GET", "/api/v1/namespaces/team-a/limitranges", json_answer(200, list({}).dump()));
+  };
+  auto submit = [](CliHarness& h, const std::string& gpus) {
+    return h.run({"submit", "train", "-n", "team-a", "--image", "x", "--gpus", gpus, "--dry-run=client", "-o", "json"});
+  };
+  CliHarness fits;
+  serve(fits, true);
+  auto r = submit(fits, "4");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fits.fake().unexpected().empty());
+  json job = json::parse(r.out);
+  CHECK(job["kind"] == "Job");  // the plain request is kept: the scheduler serves it through the class
+  CHECK(job["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "4");
+
+  CliHarness too_big;
+  serve(too_big, true);
+  auto big = submit(too_big, "5");
+  CHECK(big.exit_code == 3);
+  CHECK(big.err.find("refused (gpu-capacity): no schedulable node has 5 GPUs: the largest has 4") != std::string::npos);
+
+  // A class that does not map nvidia.com/gpu serves no plain request: plug-a's 2 are the most.
+  CliHarness unmapped;
+  serve(unmapped, false);
+  auto refused = submit(unmapped, "4");
+  CHECK(refused.exit_code == 3);
+  CHECK(refused.err.find("the largest has 2") != std::string::npos);
+}

@@ -1,5 +1,7 @@
 // plan_submission: the read-only half of `gpuctl submit`, from the flags (or a manifest) to a
 // completed Job and its pre-flight findings.
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -26,6 +28,25 @@ PreflightFinding type_not_found(const SubmitSpec& spec, const GpuPlacement& plac
   return {"gpu-type", FindingSeverity::refusal,
           fmt::format("no node offers GPU type {:?} ({}); the cluster has: {}", spec.gpu_type, placement.resource,
                       known.empty() ? std::string("no labelled GPU nodes") : known)};
+}
+
+// On a cluster where some nodes advertise the GPU resource, DRA was not read up front. Nodes
+// without the device plugin may still serve it through a DeviceClass (extendedResourceName), so a
+// capacity refusal or a busy-now warning is judged again with their devices before it is believed.
+bool judged_without_dra(const PreflightInput& input, const std::vector<PreflightFinding>& findings) {
+  if (input.dra || !input.claim_template.is_null()) return false;
+  return std::any_of(findings.begin(), findings.end(),
+                     [](const PreflightFinding& f) { return f.check == "gpu-capacity" || f.check == "gpu-free-now"; });
+}
+
+std::vector<PreflightFinding> run_preflight_with_dra(kube::Client& client, PreflightInput& input) {
+  std::vector<PreflightFinding> findings = run_preflight(input);
+  if (!judged_without_dra(input, findings)) return findings;
+  // Unreadable or not served: the device plugin's numbers stand.
+  auto inventory = collect_dra(client);
+  if (!inventory || !inventory->served || inventory->classes.empty()) return findings;
+  input.dra = std::move(*inventory);
+  return run_preflight(input);
 }
 
 }  // namespace
@@ -65,7 +86,7 @@ Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec,
   GPUCTL_TRY_ASSIGN(PreflightInput input, collect_preflight_input(client, plan.built.job, &nodes.items));
   input.claim_template = plan.built.claim_template;
   input.dra = std::move(dra);
-  for (auto& finding : run_preflight(input)) plan.findings.push_back(std::move(finding));
+  for (auto& finding : run_preflight_with_dra(client, input)) plan.findings.push_back(std::move(finding));
   return plan;
 }
 
