@@ -5,7 +5,13 @@ allocates a template's claim, a plain nvidia.com/gpu request through the DeviceC
 extendedResourceName and a MIG claim; the driver taints a free device. Every number gpuctl prints
 is checked against a count made here, independently, from the ResourceSlices, the ResourceClaims'
 allocation results, the DeviceTaintRules, the nodes and the pods as kubectl reads them; every
-live GPU's device, claim and pod against the claim that holds its UUID."""
+live GPU's device, claim and pod against the claim that holds its UUID. submit's pre-flight counts
+the DRA node's devices for a plain request pinned to it."""
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
 import harness as h
 
 FLEET = "dra-mixed"
@@ -234,6 +240,28 @@ class MixedFleetTest(h.TestCase):
                          sorted(["%s/claimed(1)" % self.ns, "%s/extended(2)" % self.ns]))
         self.assertEqual([rows[T4][col["K8S-ALLOCATABLE"]], rows[T4][col["K8S-USED"]]], ["3", "3"])
         self.assertEqual([rows[MIG][col[k]] for k in col], ["7", "1", "%s/mig(1)" % self.ns])
+
+    def test_submit_counts_the_dra_node_a_plain_request_can_use(self):
+        # A Job pinned to the DRA T4 node asking for plain nvidia.com/gpu: the node advertises none,
+        # but DeviceClass gpu.nvidia.com serves it there (extendedResourceName). Its 3 healthy
+        # devices are its room; the claims hold all three now.
+        def job(gpus):
+            f = self.tmp_file("job-%d.json" % gpus)
+            f.write_text(json.dumps(h.gpu_job("plain-%d" % gpus, self.ns, node=T4, gpus=gpus)))
+            return h.gpuctl("submit", "-f", f, "-n", self.ns, "--dry-run=client", "-o", "json")
+        fits = job(2)
+        self.assertEqual(fits.rc, 0, fits.stderr)
+        self.assertIn("Warning: the 2 GPUs per pod exist but are busy: at most 0 free on one node now (0 free across 1 "
+                      "node)", fits.stderr)
+        too_big = job(4)
+        self.assertEqual(too_big.rc, 3, too_big.stderr)
+        self.assertIn("refused (gpu-capacity): no schedulable node matching kubernetes.io/hostname=%s has 4 GPUs: the "
+                      "largest has 3" % T4, too_big.stderr)
+
+    def tmp_file(self, name):
+        d = Path(tempfile.mkdtemp(prefix="gpuctl-drmix-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        return d / name
 
 
 if __name__ == "__main__":
