@@ -20,6 +20,7 @@
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 #include "input_file.hpp"
+#include "job_lines.hpp"
 #include "output_format.hpp"
 
 namespace gpuctl::cli {
@@ -91,34 +92,6 @@ std::string gpu_phrase(const ops::BuiltJob& built) {
   json pod = {{"spec", job["spec"]["template"]["spec"]}};
   auto requests = kube::pod_requests(pod);
   return fmt::format("{} {} per pod", requests.at(resource).to_string(), resource);
-}
-
-std::string job_result_line(const ops::JobSummary& s) {
-  std::string where = s.nodes.empty() ? "" : fmt::format(" on {}", fmt::join(s.nodes, ","));
-  std::string took = s.duration_seconds ? " in " + util::human_duration(std::chrono::seconds(*s.duration_seconds)) : "";
-  if (s.phase == ops::JobPhase::succeeded)
-    return fmt::format("job {}/{} succeeded{}{}", s.namespace_name, s.name, took, where);
-  std::string why = s.reason;
-  std::string tag;
-  if (s.failure) {
-    tag = s.failure->reason.empty() ? "" : " (" + s.failure->reason + ")";
-    if (s.failure->exit_code) {
-      why = fmt::format("container {} of pod {} exited with code {}{}", s.failure->container, s.failure->pod,
-                        *s.failure->exit_code,
-                        s.failure->termination_reason.empty() ? "" : " (" + s.failure->termination_reason + ")");
-    } else if (why.empty()) {
-      why = s.failure->message;
-    }
-  }
-  return fmt::format("job {}/{} failed{}{}{}: {}", s.namespace_name, s.name, tag, took, where,
-                     why.empty() ? "no reason given" : why);
-}
-
-std::string progress_line(const ops::JobSummary& s) {
-  std::string line = fmt::format("job {}/{}: {}", s.namespace_name, s.name, ops::to_string(s.phase));
-  if (!s.reason.empty()) line += ": " + s.reason;
-  if (s.phase == ops::JobPhase::running && !s.nodes.empty()) line += fmt::format(" on {}", fmt::join(s.nodes, ","));
-  return line;
 }
 
 Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const std::string& ns, const std::string& name,

@@ -13,6 +13,7 @@ const std::vector<CommandSpec>& command_table() {
       {"Node administration", &register_drain},
       {"GPU workloads", &register_submit},
       {"GPU workloads", &register_jobs},
+      {"GPU workloads", &register_logs},
       {"GPU workloads", &register_quota},
       {"Backup", &register_backup},
       {"Backup", &register_restore},

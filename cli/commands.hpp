@@ -21,7 +21,8 @@ void register_cordon(CLI::App& app, AppContext& context);  // cordon and uncordo
 void register_drain(CLI::App& app, AppContext& context);
 void register_gpus(CLI::App& app, AppContext& context);
 void register_submit(CLI::App& app, AppContext& context);
-void register_jobs(CLI::App& app, AppContext& context);   // jobs and jobs clean
+void register_jobs(CLI::App& app, AppContext& context);  // jobs and jobs clean
+void register_logs(CLI::App& app, AppContext& context);
 void register_quota(CLI::App& app, AppContext& context);  // quota, quota set/delete/fix
 void register_diagnose(CLI::App& app, AppContext& context);
 void register_backup(CLI::App& app, AppContext& context);  // backup and backup inspect
