@@ -61,7 +61,7 @@ std::string jobs_table(const ops::JobList& list, bool wide, bool with_namespace,
   if (with_namespace) columns.emplace_back("NAMESPACE");
   for (auto h : {"NAME", "STATUS", "GPUS", "NODES", "AGE", "DURATION"}) columns.emplace_back(h);
   if (wide) {
-    for (auto h : {"GPUS/POD", "ACTIVE", "SUCCEEDED", "FAILED", "EXIT-CODE"}) columns.emplace_back(h);
+    for (auto h : {"GPUS/POD", "ACTIVE", "SUCCEEDED", "FAILED", "FAILED-ON", "EXIT-CODE"}) columns.emplace_back(h);
   }
   columns.emplace_back("REASON");
   output::Table table(columns);
@@ -79,6 +79,7 @@ std::string jobs_table(const ops::JobList& list, bool wide, bool with_namespace,
       row.emplace_back(std::to_string(j.active));
       row.emplace_back(std::to_string(j.succeeded));
       row.emplace_back(std::to_string(j.failed));
+      row.emplace_back(j.failed_nodes.empty() ? std::string("-") : fmt::format("{}", fmt::join(j.failed_nodes, ",")));
       row.emplace_back(j.failure && j.failure->exit_code ? std::to_string(*j.failure->exit_code) : "-");
     }
     row.emplace_back(j.reason.empty() ? "-" : j.reason);

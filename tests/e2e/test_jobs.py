@@ -107,6 +107,31 @@ class JobsTest(h.TestCase):
             rc, out, err = h.gpuctl("__complete", "jobs", "-n", ns, "r", env={"HOME": home})
         self.assertEqual((rc, out, err), (0, "runner\n:4\n", ""))
 
+    def test_a_gpu_cause_in_the_termination_message_is_named_with_the_node(self):
+        # Two attempts (backoffLimit 1), each ending with NVML's own words (issue 20).
+        ns = self.namespace("jobs-gpu-cause")
+        nvml = "Failed to initialize NVML: Unknown Error"
+        j = h.gpu_job("nvml", ns, gpus=1, backoff_limit=1, node_selector=FLEET,
+                      outcome_=h.outcome("fail", exit_code=1, message="loading model\n" + nvml))
+        h.create(j)
+        item = h.wait_for(lambda: (lambda i: i if i and i["finished"] else None)(items_by_name(ns).get("nvml")), 90,
+                          "the job to fail")
+        pods = sorted(h.kubectl("get", "pods", "-n", ns, "-o", "json")["items"],
+                      key=lambda p: p["metadata"]["creationTimestamp"])
+        self.assertEqual(len(pods), 2)
+        self.assertEqual(item["failedNodes"], [p["spec"]["nodeName"] for p in pods])
+        latest = [p for p in pods if p["metadata"]["name"] == item["failure"]["pod"]][0]
+        self.assertEqual(item["failure"]["node"], latest["spec"]["nodeName"])
+        self.assertEqual(item["failure"]["gpuCause"]["id"], "nvml-error")
+        self.assertTrue(item["reason"].endswith(
+            "exited with code 1 (Error): %s; GPU cause: NVML answered Unknown Error: the GPU or its driver is in a "
+            "bad state on node %s (drain the node and check its GPUs (gpuctl gpus NODE))"
+            % (nvml, latest["spec"]["nodeName"])), item["reason"])
+        rc, out, err = h.gpuctl("jobs", "-n", ns, "-o", "wide")
+        self.assertEqual(rc, 0, err)
+        head, row = out.splitlines()[0].split(), out.splitlines()[1].split()
+        self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] for p in pods))
+
     def test_clean_removes_finished_jobs_and_their_pods(self):
         ns = self.namespace("jobs-clean")
         self.start_jobs(ns)

@@ -257,11 +257,38 @@ TEST_CASE("ops::summarize_job for succeeded, failed and running jobs", "[job-sta
     auto s = ops::summarize_job(job, {failed}, {}, now);
     REQUIRE(s.failure);
     CHECK(s.failure->termination_message == "loading model\nnvml error: driver/library version mismatch\n");
+    // The message names a GPU cause (issue 20): said with the node the pod ran on.
     CHECK(s.reason ==
           "Job has reached the specified backoff limit: container main of pod train-1 exited with code 1 "
-          "(Error): nvml error: driver/library version mismatch");
-    CHECK(ops::to_json(s)["failure"]["terminationMessage"] ==
-          "loading model\nnvml error: driver/library version mismatch\n");
+          "(Error): nvml error: driver/library version mismatch; GPU cause: the NVIDIA kernel module and user-space "
+          "library differ (driver upgraded, node not rebooted) on node gpu-1 (drain and reboot the node)");
+    CHECK(s.failed_nodes == std::vector<std::string>{"gpu-1"});
+    json j = ops::to_json(s);
+    CHECK(j["failure"]["terminationMessage"] == "loading model\nnvml error: driver/library version mismatch\n");
+    CHECK(j["failure"]["node"] == "gpu-1");
+    CHECK(j["failure"]["gpuCause"]["id"] == "driver-library-mismatch");
+    CHECK(j["failedNodes"] == json::array({"gpu-1"}));
+  }
+  SECTION("every failed attempt's node, oldest first, and a program's own error is no GPU cause") {
+    json job = gpu_job("train", 1);
+    job["status"] = {{"conditions",
+                      json::array({condition("Failed", "BackoffLimitExceeded",
+                                             "Job has reached the specified backoff limit", "2026-12-02T10:10:01Z")})}};
+    json first = job_pod("train-a", "Failed", "gpu-2");
+    first["metadata"]["creationTimestamp"] = "2026-12-02T10:00:00Z";
+    json evicted = job_pod("train-b", "Failed", "gpu-3");
+    evicted["metadata"]["creationTimestamp"] = "2026-12-02T10:01:00Z";
+    evicted["status"]["conditions"] = json::array({{{"type", "DisruptionTarget"}, {"status", "True"}}});
+    json last = job_pod("train-c", "Failed", "gpu-1");
+    last["metadata"]["creationTimestamp"] = "2026-12-02T10:02:00Z";
+    last["status"]["containerStatuses"] = json::array(
+        {{{"name", "main"},
+          {"state", {{"terminated", {{"exitCode", 2}, {"reason", "Error"}, {"message", "KeyError: 'lr'\n"}}}}}}});
+    auto s = ops::summarize_job(job, {last, evicted, first}, {}, now);
+    CHECK(s.failed_nodes == std::vector<std::string>{"gpu-2", "gpu-1"});
+    REQUIRE(s.failure);
+    CHECK_FALSE(s.failure->gpu_cause);
+    CHECK(s.reason.ends_with("exited with code 2 (Error): KeyError: 'lr'"));
   }
   SECTION("failed by deadline with no failed container") {
     json job = gpu_job("train", 1);

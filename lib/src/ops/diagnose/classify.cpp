@@ -132,35 +132,4 @@ std::optional<MessageClass> classify_plugin_log_line(std::string_view line) {
       });
 }
 
-std::optional<MessageClass> classify_gpu_failure(std::string_view t) {
-  return first_match(
-      t, {
-             {{"CUDA driver version is insufficient for CUDA runtime version"},
-              {"driver-too-old", "the node's driver is older than the container's CUDA runtime needs",
-               "use an image built for the node's CUDA version, or upgrade the driver"}},
-             {{"Driver/library version mismatch"},
-              {"driver-library-mismatch",
-               "the NVIDIA kernel module and user-space library differ (driver upgraded, "
-               "node not rebooted)",
-               "drain and reboot the node"}},
-             {{"driver/library version mismatch"},
-              {"driver-library-mismatch",
-               "the NVIDIA kernel module and user-space library differ (driver upgraded, "
-               "node not rebooted)",
-               "drain and reboot the node"}},
-             {{"no CUDA-capable device is detected"},
-              {"no-cuda-device", "the container sees no GPU", "check the pod's GPU request and the container runtime"}},
-             {{"CUDA out of memory"},
-              {"cuda-oom", "the job ran out of GPU memory", "lower the batch size or use a GPU with more memory"}},
-             {{"out of memory", "CUDA"},
-              {"cuda-oom", "the job ran out of GPU memory", "lower the batch size or use a GPU with more memory"}},
-             {{"NCCL error"},
-              {"nccl-error", "NCCL (multi-GPU communication) failed", "check the GPUs' NVLink/network and peers"}},
-             {{"NCCL WARN"},
-              {"nccl-error", "NCCL (multi-GPU communication) reported a failure",
-               "check the GPUs' NVLink/network and peers"}},
-             {{"GPU is lost"}, {"gpu-lost", "a GPU fell off the bus while the job ran", "the node needs a reboot"}},
-         });
-}
-
 }  // namespace gpuctl::ops::diagnose

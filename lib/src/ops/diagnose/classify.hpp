@@ -8,13 +8,12 @@
 #include <string_view>
 #include <vector>
 
+#include "gpuctl/ops/common/gpu_failure_text.hpp"
+
 namespace gpuctl::ops::diagnose {
 
-struct MessageClass {
-  std::string_view id;     // stable, e.g. "gpu-lost", "nfs-export-missing"
-  std::string_view cause;  // what it means, one clause
-  std::string_view hint;   // what to do, one clause ("" when the remedy commands say it)
-};
+// id (stable, e.g. "gpu-lost", "nfs-export-missing"), cause (one clause), hint (what to do).
+using MessageClass = TextClass;
 
 // A kubelet admission refusal of a GPU pod ("Allocate failed due to ...", UnexpectedAdmissionError).
 std::optional<MessageClass> classify_allocation_failure(std::string_view message);
@@ -28,8 +27,7 @@ std::string nfs_export_of(std::string_view message);
 // One line of a device plugin's log that shows it failing (registration, NVML, strategy, no devices).
 std::optional<MessageClass> classify_plugin_log_line(std::string_view line);
 
-// A GPU job's failure text (termination message or log line): CUDA out of memory, NCCL, no CUDA
-// device, driver too old for the CUDA runtime, NVML driver/library mismatch.
-std::optional<MessageClass> classify_gpu_failure(std::string_view text);
+// A GPU job's failure text (termination message or log line): see ops/common/gpu_failure_text.hpp.
+using ops::classify_gpu_failure;
 
 }  // namespace gpuctl::ops::diagnose

@@ -173,6 +173,7 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
   s.succeeded = integer(job, "/status/succeeded"_json_pointer);
   s.failed = integer(job, "/status/failed"_json_pointer);
   s.nodes = nodes_of(pods);
+  s.failed_nodes = failed_attempt_nodes(pods);
   read_times(job, now, s);
 
   // The phase, from the Job's conditions first. FailureTarget and SuccessCriteriaMet already decide
@@ -214,7 +215,12 @@ json to_json(const JobSummary& s) {
                {"pod", or_null(s.failure->pod)},
                {"container", or_null(s.failure->container)},
                {"terminationReason", or_null(s.failure->termination_reason)},
-               {"terminationMessage", or_null(s.failure->termination_message)}};
+               {"terminationMessage", or_null(s.failure->termination_message)},
+               {"node", or_null(s.failure->node)},
+               {"gpuCause", s.failure->gpu_cause ? json{{"id", s.failure->gpu_cause->id},
+                                                        {"cause", s.failure->gpu_cause->cause},
+                                                        {"hint", s.failure->gpu_cause->hint}}
+                                                 : json(nullptr)}};
   }
   return {
       {"namespace", s.namespace_name},
@@ -225,6 +231,7 @@ json to_json(const JobSummary& s) {
       {"gpusPerPod", s.gpus_per_pod},
       {"gpus", s.gpus},
       {"nodes", s.nodes},
+      {"failedNodes", s.failed_nodes},
       {"pods", {{"active", s.active}, {"succeeded", s.succeeded}, {"failed", s.failed}}},
       {"createdAt", or_null(s.created_at)},
       {"startedAt", or_null(s.started_at)},

@@ -1,10 +1,12 @@
 // Why a Job failed: the reason and message of its Failed (or FailureTarget) condition, and the
 // container that exited non-zero in its latest failed pod.
+#include <algorithm>
 #include <optional>
 
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/common/gpu_failure_text.hpp"
 #include "job_status_internal.hpp"
 
 namespace gpuctl::ops::job_status_detail {
@@ -63,6 +65,8 @@ std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
     f.container = term->container;
     f.termination_reason = term->reason;
     f.termination_message = term->message;
+    f.node = str(pod, "/spec/nodeName"_json_pointer);
+    f.gpu_cause = classify_gpu_failure(term->message);
     best = f;
     best_time = t;
     best_disrupted = disrupted;
@@ -71,6 +75,22 @@ std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
 }
 
 }  // namespace
+
+std::vector<std::string> failed_attempt_nodes(const std::vector<json>& pods) {
+  std::vector<const json*> failed;
+  for (const auto& pod : pods) {
+    if (pod_phase(pod) == "Failed" && true_condition(pod, "DisruptionTarget") == nullptr) failed.push_back(&pod);
+  }
+  std::sort(failed.begin(), failed.end(), [](const json* a, const json* b) {
+    return str(*a, "/metadata/creationTimestamp"_json_pointer) < str(*b, "/metadata/creationTimestamp"_json_pointer);
+  });
+  std::vector<std::string> nodes;
+  for (const json* pod : failed) {
+    std::string node = str(*pod, "/spec/nodeName"_json_pointer);
+    nodes.push_back(node.empty() ? "<unscheduled>" : node);
+  }
+  return nodes;
+}
 
 JobFailure read_failure(const json& failed_condition, const std::vector<json>& pods) {
   JobFailure f = failed_container(pods).value_or(JobFailure{});
@@ -86,10 +106,15 @@ std::string failure_reason(const JobFailure& f) {
     std::string said = f.termination_message;
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
     if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);
-    return fmt::format("{}{}container {} of pod {} exited with code {}{}{}", head, head.empty() ? "" : ": ",
+    std::string gpu;
+    if (f.gpu_cause) {
+      gpu = fmt::format("; GPU cause: {}{} ({})", f.gpu_cause->cause, f.node.empty() ? "" : " on node " + f.node,
+                        f.gpu_cause->hint);
+    }
+    return fmt::format("{}{}container {} of pod {} exited with code {}{}{}{}", head, head.empty() ? "" : ": ",
                        f.container, f.pod, *f.exit_code,
                        f.termination_reason.empty() ? "" : " (" + f.termination_reason + ")",
-                       said.empty() ? "" : ": " + said);
+                       said.empty() ? "" : ": " + said, gpu);
   }
   return head.empty() ? "failed" : head;
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/error.hpp"
+#include "gpuctl/ops/common/gpu_failure_text.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::kube {
@@ -63,6 +64,10 @@ struct JobFailure {
   // FallbackToLogsOnError), as the kubelet reports it: often the one line that says why
   // ("nvml error: driver/library version mismatch"). "" when none.
   std::string termination_message;
+  std::string node;  // where that pod ran
+  // What the termination message says about the GPU (CUDA, NVML, NCCL, Xid; see
+  // ops/common/gpu_failure_text.hpp), std::nullopt when it says nothing about it.
+  std::optional<TextClass> gpu_cause;
 };
 
 struct JobSummary {
@@ -78,6 +83,8 @@ struct JobSummary {
   // completions when that is smaller, as the Job controller never runs more pods than that.
   std::int64_t gpus = 0;
   std::vector<std::string> nodes;  // where its pods run/ran, sorted, unique
+  // The node of each failed attempt (pod), oldest first; evicted or preempted pods left out.
+  std::vector<std::string> failed_nodes;
   int active = 0, succeeded = 0, failed = 0;
   std::string created_at, started_at, finished_at;  // RFC 3339, "" when unknown
   std::int64_t age_seconds = 0;
