@@ -22,6 +22,7 @@ std::string job_result_line(const ops::JobSummary& s) {
       why = fmt::format("container {} of pod {} exited with code {}{}", s.failure->container, s.failure->pod,
                         *s.failure->exit_code,
                         s.failure->termination_reason.empty() ? "" : " (" + s.failure->termination_reason + ")");
+      if (s.failure->gpu_cause) why += "; " + ops::gpu_cause_text(*s.failure);
     } else if (why.empty()) {
       why = s.failure->message;
     }

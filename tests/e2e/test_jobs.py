@@ -131,6 +131,14 @@ class JobsTest(h.TestCase):
         self.assertEqual(rc, 0, err)
         head, row = out.splitlines()[0].split(), out.splitlines()[1].split()
         self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] for p in pods))
+        # submit --wait ends with the same cause, and the container's exit code.
+        r = h.gpuctl("submit", "nvml-wait", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-3090",
+                     "--wait", "--timeout", "2m",
+                     "--label", "%s=fail" % h.OUTCOME_LABEL, "--annotation", "%s=1" % h.EXIT_CODE_ANNOTATION,
+                     "--annotation", "%s=%s" % (h.MESSAGE_ANNOTATION, nvml), timeout=180)
+        self.assertEqual(r.rc, 1, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"job %s/nvml-wait failed .*exited with code 1 \(Error\); GPU cause: NVML answered "
+                                   r"Unknown Error: the GPU or its driver is in a bad state on node \S+ \(" % ns)
 
     def test_clean_removes_finished_jobs_and_their_pods(self):
         ns = self.namespace("jobs-clean")

@@ -106,11 +106,7 @@ std::string failure_reason(const JobFailure& f) {
     std::string said = f.termination_message;
     while (!said.empty() && (said.back() == '\n' || said.back() == ' ')) said.pop_back();
     if (auto nl = said.rfind('\n'); nl != std::string::npos) said = said.substr(nl + 1);
-    std::string gpu;
-    if (f.gpu_cause) {
-      gpu = fmt::format("; GPU cause: {}{} ({})", f.gpu_cause->cause, f.node.empty() ? "" : " on node " + f.node,
-                        f.gpu_cause->hint);
-    }
+    std::string gpu = f.gpu_cause ? "; " + gpu_cause_text(f) : "";
     return fmt::format("{}{}container {} of pod {} exited with code {}{}{}{}", head, head.empty() ? "" : ": ",
                        f.container, f.pod, *f.exit_code,
                        f.termination_reason.empty() ? "" : " (" + f.termination_reason + ")",
@@ -120,3 +116,13 @@ std::string failure_reason(const JobFailure& f) {
 }
 
 }  // namespace gpuctl::ops::job_status_detail
+
+namespace gpuctl::ops {
+
+std::string gpu_cause_text(const JobFailure& f) {
+  if (!f.gpu_cause) return "";
+  return fmt::format("GPU cause: {}{} ({})", f.gpu_cause->cause, f.node.empty() ? "" : " on node " + f.node,
+                     f.gpu_cause->hint);
+}
+
+}  // namespace gpuctl::ops

@@ -93,6 +93,9 @@ struct JobSummary {
   std::optional<JobFailure> failure;
 };
 
+// "GPU cause: <what it means> on node <node> (<what to do>)", "" when the failure names none.
+std::string gpu_cause_text(const JobFailure& failure);
+
 // True when the pod template (spec.template) requests any nvidia.com/* resource.
 bool job_requests_gpu(const nlohmann::json& job);
 
