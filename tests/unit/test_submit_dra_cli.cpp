@@ -37,10 +37,11 @@ json gpu_slice(const std::string& node_name, const std::string& product, int gpu
   return dra::slice(node_name, devices);
 }
 
-// A cluster whose GPUs are DRA devices only: two nodes with two A100s each, no nvidia.com/gpu.
-void serve_dra_cluster(CliHarness& h) {
+// A cluster serving `nodes`, DRA `slices` and one DeviceClass, with no pods, quotas or limits.
+void serve_cluster(CliHarness& h, const std::vector<json>& nodes, const std::vector<json>& slices,
+                   const json& device_class) {
   h.fake()
-      .on("GET", "/api/v1/nodes", json_answer(200, list({node("dra-a"), node("dra-b")}).dump()))
+      .on("GET", "/api/v1/nodes", json_answer(200, list(nodes).dump()))
       .on("GET", "/apis/resource.k8s.io/v1",
           json_answer(200, json{{"kind", "APIResourceList"},
                                 {"groupVersion", "resource.k8s.io/v1"},
@@ -49,17 +50,20 @@ void serve_dra_cluster(CliHarness& h) {
                                                            {{"name", "deviceclasses"}},
                                                            {{"name", "devicetaintrules"}}})}}
                                .dump()))
-      .on("GET", "/apis/resource.k8s.io/v1/resourceslices",
-          json_answer(200, list({gpu_slice("dra-a", "NVIDIA A100-SXM4-80GB", 2),
-                                 gpu_slice("dra-b", "NVIDIA A100-SXM4-80GB", 2)})
-                               .dump()))
+      .on("GET", "/apis/resource.k8s.io/v1/resourceslices", json_answer(200, list(slices).dump()))
       .on("GET", "/apis/resource.k8s.io/v1/resourceclaims", json_answer(200, list({}).dump()))
-      .on("GET", "/apis/resource.k8s.io/v1/deviceclasses",
-          json_answer(200, list({dra::device_class("gpu.nvidia.com", "gpu")}).dump()))
+      .on("GET", "/apis/resource.k8s.io/v1/deviceclasses", json_answer(200, list({device_class}).dump()))
       .on("GET", "/apis/resource.k8s.io/v1/devicetaintrules", json_answer(200, list({}).dump()))
       .on("GET", "/api/v1/pods", json_answer(200, list({}).dump()))
       .on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({}).dump()))
       .on("GET", "/api/v1/namespaces/team-a/limitranges", json_answer(200, list({}).dump()));
+}
+
+// A cluster whose GPUs are DRA devices only: two nodes with two A100s each, no nvidia.com/gpu.
+void serve_dra_cluster(CliHarness& h) {
+  serve_cluster(h, {node("dra-a"), node("dra-b")},
+                {gpu_slice("dra-a", "NVIDIA A100-SXM4-80GB", 2), gpu_slice("dra-b", "NVIDIA A100-SXM4-80GB", 2)},
+                dra::device_class("gpu.nvidia.com", "gpu"));
 }
 
 }  // namespace
@@ -165,25 +169,8 @@ TEST_CASE("cli: a plain --gpus on a mixed cluster counts the DRA nodes a DeviceC
     json plug = node("plug-a");
     plug["status"]["allocatable"]["nvidia.com/gpu"] = "2";
     plug["status"]["capacity"]["nvidia.com/gpu"] = "2";
-    h.fake()
-        .on("GET", "/api/v1/nodes", json_answer(200, list({plug, node("dra-a")}).dump()))
-        .on("GET", "/apis/resource.k8s.io/v1",
-            json_answer(200, json{{"kind", "APIResourceList"},
-                                  {"groupVersion", "resource.k8s.io/v1"},
-                                  {"resources", json::array({{{"name", "resourceslices"}},
-                                                             {{"name", "resourceclaims"}},
-                                                             {{"name", "deviceclasses"}},
-                                                             {{"name", "devicetaintrules"}}})}}
-                                 .dump()))
-        .on("GET", "/apis/resource.k8s.io/v1/resourceslices",
-            json_answer(200, list({gpu_slice("dra-a", "NVIDIA A100-SXM4-80GB", 4)}).dump()))
-        .on("GET", "/apis/resource.k8s.io/v1/resourceclaims", json_answer(200, list({}).dump()))
-        .on("GET", "/apis/resource.k8s.io/v1/deviceclasses",
-            json_answer(200, list({dra::device_class("gpu.nvidia.com", "gpu", mapped ? "nvidia.com/gpu" : "")}).dump()))
-        .on("GET", "/apis/resource.k8s.io/v1/devicetaintrules", json_answer(200, list({}).dump()))
-        .on("GET", "/api/v1/pods", json_answer(200, list({}).dump()))
-        .on("GET", "/api/v1/namespaces/team-a/resourcequotas", json_answer(200, list({}).dump()))
-        .on("GET", "/api/v1/namespaces/team-a/limitranges", json_answer(200, list({}).dump()));
+    serve_cluster(h, {plug, node("dra-a")}, {gpu_slice("dra-a", "NVIDIA A100-SXM4-80GB", 4)},
+                  dra::device_class("gpu.nvidia.com", "gpu", mapped ? "nvidia.com/gpu" : ""));
   };
   auto submit = [](CliHarness& h, const std::string& gpus) {
     return h.run({"submit", "train", "-n", "team-a", "--image", "x", "--gpus", gpus, "--dry-run=client", "-o", "json"});
