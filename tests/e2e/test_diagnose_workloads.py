@@ -223,15 +223,19 @@ class DiagnoseWorkloadsTest(h.TestCase):
         doc = self.until("gpu-job-failed", "/cuda failed")
         found = {f["object"]["name"]: f for f in by_check(doc)["gpu-job-failed"]}
         self.assertIn("the node's driver is older than the container's CUDA runtime needs", found["cuda"]["summary"])
-        self.assertIn("NCCL (multi-GPU communication) failed", found["nccl"]["summary"])
+        self.assertIn("NCCL hit a system error (network or InfiniBand, shared memory, GPU peer access)",
+                      found["nccl"]["summary"])
         self.assertIn(NCCL, [e["text"] for e in found["nccl"]["evidence"]])
         # gpuctl jobs shows the termination message too (it used to drop it).
         jobs = {j["name"]: j for j in h.gpuctl("jobs", "-n", self.ns, "-o", "json").json["items"]}
         cuda = jobs["cuda"]
         self.assertEqual(cuda["failure"]["terminationMessage"],
                          "CUDA driver version is insufficient for CUDA runtime version")
-        self.assertTrue(cuda["reason"].endswith(": CUDA driver version is insufficient for CUDA runtime version"),
-                        cuda["reason"])
+        # ...and the GPU cause it names, with the node the pod ran on (issue 20).
+        self.assertIn(": CUDA driver version is insufficient for CUDA runtime version; GPU cause: the node's driver is "
+                      "older than the container's CUDA runtime needs on node %s (" % cuda["failure"]["node"],
+                      cuda["reason"])
+        self.assertEqual(cuda["failure"]["gpuCause"]["id"], "driver-too-old")
         # jobs-not-cleaned: `done` has no TTL; with the default 24h it is too young to count.
         self.assertEqual(summaries(self.diagnose("--check", "jobs-not-cleaned"), "jobs-not-cleaned"), [])
         time.sleep(2)
