@@ -8,13 +8,15 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "job_logs_internal.hpp"
 
 namespace gpuctl::ops {
-namespace {
 
 using json = nlohmann::json;
 
-std::string container_for(const json& pod, const std::string& wanted) {
+namespace job_logs_detail {
+
+std::string log_container(const json& pod, const std::string& wanted) {
   if (!wanted.empty()) return wanted;
   const json& containers = kube::array_field(kube::field(pod, "spec"), "containers");
   for (const auto& c : containers) {
@@ -23,7 +25,21 @@ std::string container_for(const json& pod, const std::string& wanted) {
   return containers.empty() ? std::string() : kube::string_field(containers[0], "name");
 }
 
-}  // namespace
+bool has_started(const json& pod) {
+  std::string phase = kube::string_field(kube::field(pod, "status"), "phase");
+  return phase == "Running" || phase == "Succeeded" || phase == "Failed";
+}
+
+void sort_oldest_first(std::vector<json>& pods) {
+  std::sort(pods.begin(), pods.end(), [](const json& a, const json& b) {
+    return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") <
+           kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
+  });
+}
+
+}  // namespace job_logs_detail
+
+using namespace job_logs_detail;
 
 JobLogFollower::JobLogFollower(kube::Client& client, std::string ns, std::string job, JobLogOptions options)
     : client_(client), ns_(std::move(ns)), job_(std::move(job)), options_(std::move(options)) {}
@@ -41,20 +57,14 @@ void JobLogFollower::poll() {
   }
   std::vector<json> started;
   for (auto& p : pods->items) {
-    std::string phase = kube::string_field(kube::field(p, "status"), "phase");
-    if ((phase == "Running" || phase == "Succeeded" || phase == "Failed") &&
-        !done_.contains(kube::string_field(kube::field(p, "metadata"), "uid"))) {
+    if (has_started(p) && !done_.contains(kube::string_field(kube::field(p, "metadata"), "uid")))
       started.push_back(std::move(p));
-    }
   }
-  std::sort(started.begin(), started.end(), [](const json& a, const json& b) {
-    return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") <
-           kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
-  });
+  sort_oldest_first(started);
   for (const auto& pod : started) {
     done_.insert(kube::string_field(kube::field(pod, "metadata"), "uid"));
     std::string name = kube::name_of(pod);
-    std::string container = container_for(pod, options_.container);
+    std::string container = log_container(pod, options_.container);
     notice(fmt::format("==> pod {} on node {} <==", name, kube::string_field(kube::field(pod, "spec"), "nodeName")));
     kube::Query query;
     query.add("follow", "true").add_if(!container.empty(), "container", container);

@@ -19,11 +19,14 @@
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/jobs/job_logs.hpp"
 #include "gpuctl/util/cancel.hpp"
+#include "job_logs_internal.hpp"
+#include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
 namespace {
 
 using json = nlohmann::json;
+using namespace job_logs_detail;
 
 constexpr std::string_view kIndexLabel = "batch.kubernetes.io/job-completion-index";
 
@@ -36,29 +39,6 @@ std::string completion_index(const json& pod) {
   std::string index = kube::string_field(labels, kIndexLabel);
   if (index.empty()) index = kube::string_field(kube::field(kube::field(pod, "metadata"), "annotations"), kIndexLabel);
   return index;
-}
-
-std::string log_container(const json& pod, const std::string& wanted) {
-  if (!wanted.empty()) return wanted;
-  const json& containers = kube::array_field(kube::field(pod, "spec"), "containers");
-  for (const auto& c : containers) {
-    if (kube::string_field(c, "name") == "main") return "main";
-  }
-  return containers.empty() ? std::string() : kube::string_field(containers[0], "name");
-}
-
-// A Complete or Failed condition: the Job controller is done with it.
-bool finished(const json& job) {
-  for (const auto& c : kube::array_field(kube::field(job, "status"), "conditions")) {
-    std::string type = kube::string_field(c, "type");
-    if ((type == "Complete" || type == "Failed") && kube::string_field(c, "status") == "True") return true;
-  }
-  return false;
-}
-
-bool started(const json& pod) {
-  std::string phase = kube::string_field(kube::field(pod, "status"), "phase");
-  return phase == "Running" || phase == "Succeeded" || phase == "Failed";
 }
 
 // Splits chunks into lines for one pod and hands each over under the shared lock.
@@ -113,7 +93,8 @@ class JobLogsReader {
       if (request_.follow) {
         // Read before the pods: once it has ended, the list that follows holds every pod it made.
         GPUCTL_TRY_ASSIGN(json now, client_.get(kube::paths::job(request_.ns, request_.job)));
-        ended = finished(now);
+        ended = job_status_detail::true_condition(now, "Complete") != nullptr ||
+                job_status_detail::true_condition(now, "Failed") != nullptr;
       }
       GPUCTL_TRY_ASSIGN(std::vector<json> pods, chosen_pods());
       for (auto& pod : pods) start(std::move(pod));
@@ -145,16 +126,13 @@ class JobLogsReader {
     std::vector<json> out;
     for (auto& p : pods.items) {
       std::string uid = kube::string_field(kube::field(p, "metadata"), "uid");
-      if (!started(p) || seen_.contains(uid)) continue;
+      if (!has_started(p) || seen_.contains(uid)) continue;
       if (!request_.pod.empty() && request_.pod != (all_digits(request_.pod) ? completion_index(p) : kube::name_of(p)))
         continue;
       seen_.insert(uid);
       out.push_back(std::move(p));
     }
-    std::sort(out.begin(), out.end(), [](const json& a, const json& b) {
-      return kube::string_field(kube::field(a, "metadata"), "creationTimestamp") <
-             kube::string_field(kube::field(b, "metadata"), "creationTimestamp");
-    });
+    sort_oldest_first(out);
     return out;
   }
 
