@@ -173,7 +173,7 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
 
   // run
   auto& out = ctx.streams().out;
-  ops::SentSubmission sent{built.job, built.claim_template, {}};
+  ops::SentSubmission sent{built.job, built.claim_template, built.service, {}};
   if (v.dry_run != DryRun::client) {
     GPUCTL_TRY_ASSIGN(sent, ops::send_submission(*client, built, v.dry_run == DryRun::server));
   }
@@ -184,16 +184,20 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   if (o.parsable) {
     print_line(out, ns + '/' + name);
   } else if (v.format && (*v.format == OutputFormat::json || *v.format == OutputFormat::yaml)) {
-    // With a claim template, both objects as kubectl prints several: a v1 List, template first.
-    json document = sent.claim_template.is_null()
-                        ? sent.job
-                        : json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", {sent.claim_template, sent.job}}};
+    // With a claim template or a Service, every object as kubectl prints several: a v1 List,
+    // in the order they are sent.
+    json items = json::array();
+    if (!sent.claim_template.is_null()) items.push_back(sent.claim_template);
+    items.push_back(sent.job);
+    if (!sent.service.is_null()) items.push_back(sent.service);
+    json document = items.size() == 1 ? sent.job : json{{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
     out << render_structured(document, *v.format);
   } else if (v.format && *v.format == OutputFormat::name) {
     if (!sent.claim_template.is_null()) {
       print_line(out, "resourceclaimtemplate.resource.k8s.io/" + kube::name_of(sent.claim_template));
     }
     print_line(out, "job.batch/" + name);
+    if (!sent.service.is_null()) print_line(out, "service/" + kube::name_of(sent.service));
   } else {
     // The human summary: what will run where, and every default gpuctl chose.
     auto& summary = o.follow ? ctx.streams().err : out;
@@ -202,10 +206,9 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
                            v.dry_run == DryRun::none ? "submitted" : "would be submitted", suffix, gpu_phrase(built)));
     for (const auto& note : built.notes) print_line(summary, "  " + note);
     if (v.dry_run == DryRun::server) {
-      summary << (built.claim_template.is_null()
-                      ? "  the API server admitted the Job and a pod built from its template\n"
-                      : "  the API server admitted the ResourceClaimTemplate, the Job and a pod built from its "
-                        "template\n");
+      summary << fmt::format("  the API server admitted {}the Job{} and a pod built from its template\n",
+                             built.claim_template.is_null() ? "" : "the ResourceClaimTemplate, ",
+                             built.service.is_null() ? "" : ", its Service");
     }
   }
   if (!o.wait && !o.follow) return ExitCode::ok;
@@ -233,21 +236,35 @@ gpu.nvidia.com and a line on stderr, when no node offers nvidia.com/gpu, no Devi
 as an extended resource and NVIDIA's DRA driver publishes GPUs (--gpu-resource nvidia.com/gpu
 keeps the extended resource). --dry-run=client -o yaml prints both objects as a v1 List.
 
+Distributed training (--nodes N --gpus-per-node G, Slurm's names): an Indexed Job of N pods that
+all run at once, one per node (required pod anti-affinity on kubernetes.io/hostname), and a headless
+Service NAME (owned by the Job) through which pod i is reachable as NAME-i.NAME. Each pod gets
+MASTER_ADDR=NAME-0.NAME, MASTER_PORT={}, WORLD_SIZE=N, RANK and NODE_RANK (its index), and
+torchrun's PET_NNODES, PET_NPROC_PER_NODE=G, PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT, so
+`torchrun train.py` needs no arguments; an --env of the same name wins. A failed pod is replaced
+alone under its index. Nothing starts the pods together unless a gang scheduler does: with Kueue,
+--queue LOCALQUEUE creates the job suspended and Kueue admits all its pods at once; without it
+gpuctl warns (check gang). --completions and --parallelism make a plain parallel job.
+
 Before creating anything, gpuctl refuses (exit code 3, 126 with --wait or --follow, unless
 --force) a job that no schedulable node could ever hold (for DRA devices: no schedulable node holds
 that many untainted devices the class and --gpu-type match), one the namespace's GPU quota (also
 CLASS.deviceclass.resource.k8s.io/devices and count/resourceclaims.resource.k8s.io) or LimitRange
-would refuse, and one whose --volume claims are missing or not Bound. It warns when the GPUs exist
+would refuse, one whose --volume claims are missing or not Bound, a job over --nodes N when fewer
+than N schedulable nodes could each hold one pod, and a --queue that Kueue does not serve. It warns when the GPUs exist
 but are busy now, and when a selector is outside the CEL gpuctl evaluates (it cannot count).
 
 --wait and --follow exit with the job's result: 0 when it succeeded, the failed container's exit
 code, 124 when it ran past --active-deadline, 125 when it failed with no exit code; the last line
 on stderr says which (job NS/NAME succeeded, failed: ..., was not submitted). While the job
 is pending they say why (the scheduler's verdict, quota refusals) on stderr.)",
-                      ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds),
+                      ops::kDefaultBackoffLimit, ops::kDefaultTtlAfterFinishedSeconds, ops::kRendezvousPort),
           {{"Eight A100s for a training run, waiting for the result",
             R"(gpuctl submit bert-large -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --gpus 8 --gpu-type A100 \
       --volume datasets:/data:ro --volume checkpoints:/ckpt --wait -- python train.py --epochs 3)"},
+           {"Four nodes of 8 H100s each, one torchrun per node, admitted together by Kueue",
+            R"(gpuctl submit llama-ft -n ml --image nvcr.io/nvidia/pytorch:24.05-py3 --nodes 4 --gpus-per-node 8 \
+      --gpu-type H100 --queue team-a --wait -- torchrun train.py)"},
            {"Two H100s as DRA devices of NVIDIA's DeviceClass; the claim and the Job that would be created",
             "gpuctl submit smoke --image busybox --gpus 2 --gpu-type H100 --device-class gpu.nvidia.com "
             "--dry-run=client -o yaml -- nvidia-smi"},
@@ -321,6 +338,19 @@ void add_job_policy_flags(CLI::App& cmd, ops::SubmitFlags& f) {
                "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
 }
 
+// How many pods, where, and who starts them: Slurm's --nodes/--gpus-per-node, kubectl's
+// --completions/--parallelism (as `kubectl create job` lacks them, the Job's field names), Kueue.
+void add_parallel_flags(CLI::App& cmd, ops::SubmitFlags& f) {
+  cmd.add_option("--nodes", f.nodes,
+                 "Run a distributed job of N pods, one per node: an Indexed Job, a headless Service for rendezvous, "
+                 "torchrun's environment");
+  cmd.add_option("--gpus-per-node", f.gpus_per_node, "With --nodes: the GPUs of each pod (its node's share)");
+  cmd.add_option("--completions", f.completions, "Pods that must succeed (a plain parallel job; default 1)");
+  cmd.add_option("--parallelism", f.parallelism, "Pods that run at once (a plain parallel job; default 1)");
+  cmd.add_option("--queue", f.queue,
+                 "Hand the job to Kueue: create it suspended in this LocalQueue, which admits all its pods at once");
+}
+
 // What gpuctl does with the Job: dry runs, output, waiting, --force.
 void add_run_flags(CLI::App& cmd, HelpData& help, SubmitOptions& o) {
   add_dry_run_flag(cmd, help, o.dry_run);
@@ -344,6 +374,7 @@ void register_submit(CLI::App& app, AppContext& ctx) {
   add_job_source_flags(*cmd, ctx.help(), o);
   add_container_flags(*cmd, o->flags);
   add_job_policy_flags(*cmd, o->flags);
+  add_parallel_flags(*cmd, o->flags);
   add_run_flags(*cmd, ctx.help(), *o);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_submit(*o, ctx); }; });
 }

@@ -15,7 +15,7 @@ TEST_CASE("preflight_checks lists the checks in the order they run", "[preflight
   std::vector<std::string> names;
   for (const auto& c : ops::preflight_checks()) names.emplace_back(c.name);
   CHECK(names == std::vector<std::string>{"gpu-capacity", "gpu-free-now", "device-capacity", "device-free-now", "quota",
-                                          "limit-range", "volume-claim"});
+                                          "limit-range", "volume-claim", "queue", "gang"});
 }
 
 TEST_CASE("gpu-capacity passes when one reachable node is big enough", "[preflight]") {

@@ -69,6 +69,15 @@ bool is_env_name(std::string_view s) {
   return true;
 }
 
+Result<std::int64_t> whole_number(std::string_view flag, std::string_view text, std::int64_t min, std::int64_t max) {
+  std::int64_t v = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || ptr != text.data() + text.size() || v < min || v > max) {
+    return usage(fmt::format("{} {:?}: expected a whole number from {} to {}", flag, std::string(text), min, max));
+  }
+  return v;
+}
+
 }  // namespace submit_flags_detail
 
 namespace {
@@ -76,12 +85,7 @@ namespace {
 using namespace submit_flags_detail;
 
 Result<std::int64_t> non_negative_integer(std::string_view flag, std::string_view text, std::int64_t max) {
-  std::int64_t v = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || v < 0 || v > max) {
-    return usage(fmt::format("{} {:?}: expected a whole number from 0 to {}", flag, std::string(text), max));
-  }
-  return v;
+  return whole_number(flag, text, 0, max);
 }
 
 Result<std::int64_t> seconds_of(std::string_view flag, std::string_view text, bool allow_zero) {
@@ -158,6 +162,15 @@ Result<void> check_mode(const SubmitFlags& f) {
     for (auto [flag, given] : container_flags) {
       if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's container", flag));
     }
+    std::vector<std::pair<std::string_view, bool>> job_flags = {
+        {"--nodes", !f.nodes.empty()},
+        {"--gpus-per-node", !f.gpus_per_node.empty()},
+        {"--completions", !f.completions.empty()},
+        {"--parallelism", !f.parallelism.empty()},
+    };
+    for (auto [flag, given] : job_flags) {
+      if (given) return usage(fmt::format("{} cannot be combined with -f: set it in the manifest's Job spec", flag));
+    }
     return {};
   }
   if (f.name.empty()) {
@@ -166,7 +179,11 @@ Result<void> check_mode(const SubmitFlags& f) {
         "gpuctl submit NAME --image IMAGE --gpus N -- COMMAND (or -f job.yaml)");
   }
   if (f.image.empty()) return usage("--image is required (the container image to run), or give a manifest with -f");
-  if (f.gpus.empty()) return usage("--gpus is required: how many GPUs each pod gets (0 for a job without GPUs)");
+  if (f.gpus.empty() && f.gpus_per_node.empty()) {
+    return usage(
+        "--gpus is required: how many GPUs each pod gets (0 for a job without GPUs); with --nodes, "
+        "--gpus-per-node");
+  }
   return {};
 }
 
@@ -175,6 +192,7 @@ Result<void> parse_gpu_flags(const SubmitFlags& f, SubmitSpec& s) {
   if (!f.gpus.empty()) {
     GPUCTL_TRY_ASSIGN(s.gpus, non_negative_integer("--gpus", f.gpus, 1024));
   }
+  // Below, "--gpus" in a message also stands for --gpus-per-node.
   if (!f.gpu_resource.empty()) {
     std::string r = f.gpu_resource;
     if (r.starts_with("requests.") || r.starts_with("limits.")) {
@@ -320,6 +338,7 @@ Result<SubmitSpec> parse_submit_flags(const SubmitFlags& f) {
   s.name = f.name;
   s.image = f.image;
   s.command = f.command;
+  GPUCTL_TRY(parse_parallel_flags(f, s));  // before --gpus: --gpus-per-node may give it
   GPUCTL_TRY(parse_gpu_flags(f, s));
   GPUCTL_TRY(parse_compute_flags(f, s));
   GPUCTL_TRY(parse_env_and_volumes(f, s));

@@ -8,6 +8,7 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/util/time.hpp"
+#include "submit_job_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -331,6 +332,8 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
   json job = job_from_flags(spec);
   job["metadata"]["namespace"] = namespace_name;
   GPUCTL_TRY_ASSIGN(BuiltJob built, apply_defaults(std::move(job), spec, placement, "flags"));
+  shape_parallel_job(built.job, spec, built);
+  hand_to_queue(built.job, spec, built);
   if (claims_dra_devices(spec)) {
     built.claim_template = build_claim_template(spec, namespace_name);
     built.notes.insert(built.notes.begin(),
@@ -381,7 +384,9 @@ Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPl
     metadata["namespace"] = namespace_name;
   }
   if (manifest.contains("status")) manifest.erase("status");
-  return apply_defaults(std::move(manifest), spec, placement, source);
+  GPUCTL_TRY_ASSIGN(BuiltJob built, apply_defaults(std::move(manifest), spec, placement, source));
+  hand_to_queue(built.job, spec, built);
+  return built;
 }
 
 }  // namespace gpuctl::ops

@@ -86,6 +86,7 @@ Result<SubmitPlan> plan_submission(kube::Client& client, const SubmitSpec& spec,
   GPUCTL_TRY_ASSIGN(PreflightInput input, collect_preflight_input(client, plan.built.job, &nodes.items));
   input.claim_template = plan.built.claim_template;
   input.dra = std::move(dra);
+  input.kueue = read_kueue(client, plan.built.job);
   for (auto& finding : run_preflight_with_dra(client, input)) plan.findings.push_back(std::move(finding));
   return plan;
 }

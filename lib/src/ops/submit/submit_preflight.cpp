@@ -9,6 +9,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/ops/drain/drain.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "submit_preflight_internal.hpp"
 
@@ -32,6 +33,24 @@ std::int64_t concurrent_pods(const json& job, bool honour_suspend) {
   if (const json& p = field(spec, "parallelism"); p.is_number_integer()) n = p.get<std::int64_t>();
   if (const json& c = field(spec, "completions"); c.is_number_integer()) n = std::min(n, c.get<std::int64_t>());
   return std::max<std::int64_t>(n, 0);
+}
+
+bool one_pod_per_node(const json& job) {
+  const json& tmpl = pod_template(job);
+  json labels = field(field(tmpl, "metadata"), "labels");
+  if (!labels.is_object()) labels = json::object();
+  const std::string name = kube::name_of(job);
+  labels[kJobNameLabel] = name;
+  labels["job-name"] = name;
+  const json& terms = field(field(field(field(tmpl, "spec"), "affinity"), "podAntiAffinity"),
+                            "requiredDuringSchedulingIgnoredDuringExecution");
+  if (!terms.is_array()) return false;
+  return std::any_of(terms.begin(), terms.end(), [&](const json& term) {
+    // Namespaces other than the pod's own would repel other pods, not the job's.
+    return string_field(term, "topologyKey") == kDefaultColocateTopology && field(term, "namespaces").is_null() &&
+           field(term, "namespaceSelector").is_null() && field(term, "labelSelector").is_object() &&
+           selector_matches(field(term, "labelSelector"), labels);
+  });
 }
 
 std::vector<std::pair<std::string, std::int64_t>> nvidia_requests(const json& job) {
@@ -77,6 +96,8 @@ const std::vector<PreflightCheck>& preflight_checks() {
       {"quota", &check_quota},
       {"limit-range", &check_limit_range},
       {"volume-claim", &check_volume_claims},
+      {"queue", &check_queue},
+      {"gang", &check_gang},
   };
   return checks;
 }

@@ -119,6 +119,20 @@ std::string requested_amounts(const Requests& requests) {
   return join(parts, " and ");
 }
 
+// A job of one pod per node where some nodes fit but too few: it can never run whole.
+PreflightFinding too_few_nodes(std::int64_t needed, const std::vector<std::string>& fitting,
+                               const PlacementWords& words, const Requests& requests) {
+  constexpr std::size_t kNamed = 5;
+  std::vector<std::string> named(fitting.begin(), fitting.begin() + std::min(fitting.size(), kNamed));
+  std::string names = join(named, ", ");
+  if (fitting.size() > kNamed) names += fmt::format(" and {} more", fitting.size() - kNamed);
+  return refusal(
+      kCapacity,
+      fmt::format("the job runs {} pods at once, one per node, but only {} {}{} {} ({})", needed,
+                  count_of(static_cast<std::int64_t>(fitting.size()), "schedulable node", "schedulable nodes"),
+                  words.where, fitting.size() == 1 ? "has" : "have", requested_amounts(requests), names));
+}
+
 }  // namespace
 
 std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
@@ -126,6 +140,9 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
   if (requests.empty()) return {};
   const json& spec = pod_spec(input.job);
   const Offers offers(input, requests);
+  const bool spread = one_pod_per_node(input.job);
+  const std::int64_t needed = concurrent_pods(input.job, false);
+  std::vector<std::string> fitting;  // with `spread`: the nodes that could each hold one pod
 
   std::int64_t matching = 0;
   std::int64_t schedulable = 0;
@@ -146,11 +163,17 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
       continue;
     }
     ++schedulable;
-    if (offers.fits(node, requests)) return {};
+    if (offers.fits(node, requests)) {
+      if (!spread) return {};
+      fitting.push_back(kube::name_of(node));
+      if (static_cast<std::int64_t>(fitting.size()) >= needed) return {};
+      continue;
+    }
     for (const auto& [name, n] : requests) largest[name] = std::max(largest[name], offers.of(node, name));
   }
 
   const PlacementWords words = placement_words(spec);
+  if (!fitting.empty()) return {too_few_nodes(needed, fitting, words, requests)};
   if (matching == 0) {
     if (!kube::has_placement_constraints(spec)) {
       return {refusal(kCapacity,
@@ -195,6 +218,7 @@ std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input) {
 std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
   const Requests requests = nvidia_requests(input.job);
   const std::int64_t wanted = concurrent_pods(input.job, true);
+  const bool spread = one_pod_per_node(input.job);
   if (requests.empty() || wanted == 0 || !input.pods_listed) return {};
   const json& spec = pod_spec(input.job);
   const Offers offers(input, requests);
@@ -233,11 +257,20 @@ std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input) {
       std::int64_t k = free / n;
       pods_here = pods_here < 0 ? k : std::min(pods_here, k);
     }
+    if (spread) pods_here = std::min<std::int64_t>(pods_here, 1);
     placeable = kube::saturating_add(placeable, std::max<std::int64_t>(pods_here, 0));
   }
   if (fitting == 0 || placeable >= wanted) return {};  // no fitting node: gpu-capacity refuses
+  if (spread && fitting < wanted) return {};           // too few nodes ever: gpu-capacity refuses too
 
   const std::string across = fmt::format("{} free across {}", total_free, count_of(fitting, "node", "nodes"));
+  if (spread) {
+    return {
+        warning(kFreeNow, fmt::format("the job needs {} nodes with {} free each (one pod per node), {} {} now ({}); "
+                                      "the rest of its pods will wait in Pending",
+                                      wanted, amount(requests.front().second, primary), placeable,
+                                      placeable == 1 ? "has" : "have", across))};
+  }
   if (placeable == 0) {
     return {warning(kFreeNow, fmt::format("the {} per pod exist but are busy: at most {} free on one node now ({}); "
                                           "the job will wait in Pending",

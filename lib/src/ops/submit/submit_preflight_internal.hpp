@@ -29,6 +29,11 @@ std::string job_namespace(const nlohmann::json& job);
 // 0 when `honour_suspend` and the job is suspended.
 std::int64_t concurrent_pods(const nlohmann::json& job, bool honour_suspend);
 
+// Whether the job's pods keep off each other's nodes: a required pod anti-affinity term on the
+// hostname whose selector matches the pods' own labels (the template's and the Job controller's
+// job-name), as `submit --nodes` writes it. Its pods then need as many nodes as run at once.
+bool one_pod_per_node(const nlohmann::json& job);
+
 // The per-pod nvidia.com/* requests of the template (kube::pod_requests), nvidia.com/gpu first,
 // then by name; zero requests left out.
 std::vector<std::pair<std::string, std::int64_t>> nvidia_requests(const nlohmann::json& job);

@@ -65,6 +65,11 @@ kube::WriteOptions strict_write(bool dry_run) {
   return write;
 }
 
+// Deletes only the object we made, never one made since under its name.
+json uid_precondition(const json& object) {
+  return {{"preconditions", {{"uid", kube::string_field(kube::field(object, "metadata"), "uid")}}}};
+}
+
 Result<json> create_claim_template(kube::Client& client, const json& claim_template, bool server_dry_run) {
   const std::string ns = kube::namespace_of(claim_template);
   const std::string name = kube::name_of(claim_template);
@@ -86,8 +91,7 @@ Result<json> create_claim_template(kube::Client& client, const json& claim_templ
 Error take_back(kube::Client& client, const json& created, Error job_error) {
   const std::string ns = kube::namespace_of(created);
   const std::string name = kube::name_of(created);
-  const json options = {{"preconditions", {{"uid", kube::string_field(kube::field(created, "metadata"), "uid")}}}};
-  auto removed = client.remove(template_path(ns, name), options);
+  auto removed = client.remove(template_path(ns, name), uid_precondition(created));
   if (removed || removed.error().is_not_found()) {
     job_error.message += fmt::format(" (resourceclaimtemplate {}/{}, created for it, was deleted again)", ns, name);
   } else {
@@ -115,12 +119,69 @@ Result<json> own_by_job(kube::Client& client, const json& created, const json& j
                       write);
 }
 
+// The rendezvous Service, owned by the Job it serves (deleted with it). In a server dry run the
+// Job has no uid, so no owner either.
+Result<json> create_service(kube::Client& client, json service, const json& job, bool server_dry_run) {
+  const std::string ns = kube::namespace_of(service);
+  const std::string name = kube::name_of(service);
+  if (!server_dry_run) {
+    service["metadata"]["ownerReferences"] =
+        json::array({{{"apiVersion", "batch/v1"},
+                      {"kind", "Job"},
+                      {"name", kube::name_of(job)},
+                      {"uid", kube::string_field(kube::field(job, "metadata"), "uid")},
+                      {"controller", false},
+                      {"blockOwnerDeletion", false}}});
+  }
+  auto created =
+      client.create(kube::paths::resources("v1", "services", true, ns), service, strict_write(server_dry_run));
+  if (created) return created;
+  Error e = created.error();
+  if (e.is_already_exists()) {
+    e.message = fmt::format(
+        "service {}/{} already exists, and a job run over --nodes needs its own rendezvous Service of its name; pick "
+        "another job name, or delete the service (kubectl delete service {} -n {})",
+        ns, name, name, ns);
+  } else {
+    e = e.with_context(fmt::format("the API server refused the rendezvous service {}/{}", ns, name));
+  }
+  return fail(std::move(e));
+}
+
+// The Service was refused, so the pods could never meet: the Job goes (its pods and, through
+// its ownerReference, its claim template with it).
+Error take_back_job(kube::Client& client, const json& job, Error service_error) {
+  const std::string ns = kube::namespace_of(job);
+  const std::string name = kube::name_of(job);
+  json options = uid_precondition(job);
+  options["propagationPolicy"] = "Background";
+  auto removed = client.remove(kube::paths::job(ns, name), options);
+  if (removed || removed.error().is_not_found()) {
+    service_error.message += fmt::format(" (job {}/{}, created just before, was deleted again)", ns, name);
+  } else {
+    service_error.message += fmt::format(
+        "; job {}/{}, created just before, could not be deleted ({}): kubectl delete "
+        "job {} -n {}",
+        ns, name, removed.error().message, name, ns);
+  }
+  return service_error;
+}
+
+Result<void> send_service(kube::Client& client, const BuiltJob& built, bool server_dry_run, SentSubmission& sent) {
+  if (built.service.is_null()) return {};
+  auto service = create_service(client, built.service, sent.job, server_dry_run);
+  if (!service) return fail(server_dry_run ? service.error() : take_back_job(client, sent.job, service.error()));
+  sent.service = std::move(*service);
+  return {};
+}
+
 }  // namespace
 
 Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& built, bool server_dry_run) {
   SentSubmission sent;
   if (built.claim_template.is_null()) {
     GPUCTL_TRY_ASSIGN(sent.job, send_job(client, built.job, server_dry_run));
+    GPUCTL_TRY(send_service(client, built, server_dry_run, sent));
     return sent;
   }
   GPUCTL_TRY_ASSIGN(sent.claim_template, create_claim_template(client, built.claim_template, server_dry_run));
@@ -130,7 +191,10 @@ Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& bui
     return fail(take_back(client, sent.claim_template, job.error()));
   }
   sent.job = std::move(*job);
-  if (server_dry_run) return sent;
+  if (server_dry_run) {
+    GPUCTL_TRY(send_service(client, built, server_dry_run, sent));
+    return sent;
+  }
   if (auto owned = own_by_job(client, sent.claim_template, sent.job); owned) {
     sent.claim_template = std::move(*owned);
   } else {
@@ -141,6 +205,7 @@ Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& bui
         "kubectl delete resourceclaimtemplate {} -n {} after it",
         ns, name, ns, kube::name_of(sent.job), owned.error().message, name, ns));
   }
+  GPUCTL_TRY(send_service(client, built, server_dry_run, sent));
   return sent;
 }
 

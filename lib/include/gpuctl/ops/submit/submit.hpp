@@ -50,6 +50,12 @@ inline constexpr std::string_view kDefaultColocateTopology = "kubernetes.io/host
 inline constexpr std::string_view kDeviceClaimName = "gpus";
 // NVIDIA's DeviceClass of full GPUs (kubernetes-sigs/dra-driver-nvidia-gpu's Helm chart).
 inline constexpr std::string_view kNvidiaGpuDeviceClass = "gpu.nvidia.com";
+// The port of a distributed job's rendezvous (torchrun's and PyTorchJob's default MASTER_PORT).
+inline constexpr std::int64_t kRendezvousPort = 29500;
+// The label Kueue admits a Job by (the name of a LocalQueue in the job's namespace).
+inline constexpr std::string_view kKueueQueueLabel = "kueue.x-k8s.io/queue-name";
+// The label the Job controller puts on every pod of a Job (Kubernetes 1.27 and later).
+inline constexpr std::string_view kJobNameLabel = "batch.kubernetes.io/job-name";
 
 // The flags as typed; "" (or an empty list) means "not given".
 struct SubmitFlags {
@@ -73,6 +79,12 @@ struct SubmitFlags {
   std::string colocate_topology;
   bool count_disruptions = false;  // leave out the podFailurePolicy rule that ignores disruptions
   bool from_manifest = false;      // -f was given
+  // Slurm's names: --nodes N pods, one per node, each with --gpus-per-node GPUs (see SubmitSpec).
+  std::string nodes;
+  std::string gpus_per_node;
+  std::string completions, parallelism;  // a plain parallel job
+  std::string queue;                     // a Kueue LocalQueue
+  bool avoid_failed_nodes = false;
 };
 
 struct VolumeSpec {
@@ -107,6 +119,16 @@ struct SubmitSpec {
   std::string colocate_topology = std::string(kDefaultColocateTopology);
   bool count_disruptions = false;
   bool from_manifest = false;
+  // --nodes N: a distributed job. An Indexed Job of N completions, all running at once, one pod
+  // per node (required pod anti-affinity on the hostname), a headless Service named as the job
+  // for rendezvous (the pods' subdomain, so pod i is <job>-<i>.<job>), and the environment
+  // torchrun and PyTorchJob's pods expect: MASTER_ADDR, MASTER_PORT, WORLD_SIZE (nodes), RANK and
+  // NODE_RANK (the completion index), PET_NNODES, PET_NPROC_PER_NODE (GPUs per node),
+  // PET_NODE_RANK, PET_MASTER_ADDR, PET_MASTER_PORT. `gpus` holds --gpus-per-node then.
+  std::optional<std::int64_t> nodes;
+  std::optional<std::int64_t> completions, parallelism;
+  std::string queue;  // --queue: labelled for Kueue and created suspended
+  bool avoid_failed_nodes = false;
 };
 
 // Checks every flag; errors are invalid_argument naming the flag and the fix. With
@@ -151,6 +173,9 @@ struct BuiltJob {
   nlohmann::json job;
   // The ResourceClaimTemplate the pods claim their devices through; null without a device class.
   nlohmann::json claim_template;
+  // The headless Service of a distributed job (--nodes), its rendezvous; null otherwise. Sent
+  // after the Job, owned by it.
+  nlohmann::json service;
   std::vector<std::string> notes;     // defaults applied ("tolerates nvidia.com/gpu:NoSchedule ...")
   std::vector<std::string> warnings;  // likely mistakes that are not errors (no GPU request, ...)
 };
@@ -164,6 +189,12 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
 // `explicit_namespace` tells whether -n was given.
 Result<BuiltJob> complete_job(nlohmann::json manifest, const SubmitSpec& spec, const GpuPlacement& placement,
                               const std::string& namespace_name, bool explicit_namespace, std::string_view source);
+
+// Pure: the headless Service of a distributed job (spec.nodes set): named as the job, selecting
+// its pods by the Job controller's job-name label, the rendezvous port, and addresses published
+// before the pods are ready (they resolve each other while starting). No owner yet: the Job's uid
+// is known only once it exists (send_submission adds it).
+nlohmann::json build_rendezvous_service(const SubmitSpec& spec, const std::string& namespace_name);
 
 // ---- GPUs as DRA devices -----------------------------------------------------------------
 
@@ -211,6 +242,7 @@ GpuPlacement derive_dra_placement(const std::vector<nlohmann::json>& nodes, cons
 struct SentSubmission {
   nlohmann::json job;
   nlohmann::json claim_template;      // null without one
+  nlohmann::json service;             // null without one
   std::vector<std::string> warnings;  // the template could not be tied to the job, ...
 };
 
@@ -220,6 +252,8 @@ struct SentSubmission {
 // template gets an ownerReference to it (controller false, blockOwnerDeletion false), so the
 // garbage collector deletes it with the Job; when that fails the Job stands and a warning says
 // how to clean up. An existing template of that name is an error, never overwritten.
+// A distributed job's Service comes after the Job, created with the Job as its owner; a refused
+// Service takes the Job (and so its template) back out, since the pods could never meet.
 Result<SentSubmission> send_submission(kube::Client& client, const BuiltJob& built, bool server_dry_run);
 
 // Sends the Job with strict field validation (an unknown or misspelt field is an error, not

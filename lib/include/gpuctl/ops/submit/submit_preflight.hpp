@@ -23,6 +23,14 @@ class Client;
 
 namespace gpuctl::ops {
 
+// What the cluster says about Kueue, read only for a job that asks for a queue or runs one pod per
+// node on several nodes (read_kueue).
+struct KueueView {
+  bool served = false;                    // some version of kueue.x-k8s.io serves localqueues
+  bool queues_listed = false;             // the namespace's LocalQueues could be read (a 403 leaves it false)
+  std::vector<std::string> local_queues;  // their names, in the job's namespace
+};
+
 struct PreflightInput {
   nlohmann::json job;  // the batch/v1 Job about to be created (fully built: template, nodeSelector/affinity,
                        // tolerations, resources, volumes)
@@ -42,6 +50,7 @@ struct PreflightInput {
   // null otherwise; `dra`: what collect_dra read (devices of complete pools, claims, classes).
   nlohmann::json claim_template;
   std::optional<DraInventory> dra;
+  std::optional<KueueView> kueue;  // unset: not needed (or not read), and nothing is said about it
 };
 
 enum class FindingSeverity { refusal, warning };
@@ -50,7 +59,7 @@ std::string_view to_string(FindingSeverity severity);
 
 struct PreflightFinding {
   // "gpu-type", "gpu-capacity", "gpu-free-now", "device-capacity", "device-free-now", "quota",
-  // "limit-range", "volume-claim"
+  // "limit-range", "volume-claim", "queue", "gang"
   std::string check;
   FindingSeverity severity = FindingSeverity::refusal;
   std::string message;  // one line with the numbers, e.g. `no schedulable node with product NVIDIA-H100-80GB-HBM3 has
@@ -63,7 +72,7 @@ struct PreflightCheck {
 };
 
 // The checks as data, in the order they run: gpu-capacity, gpu-free-now, device-capacity,
-// device-free-now, quota, limit-range, volume-claim.
+// device-free-now, quota, limit-range, volume-claim, queue, gang.
 const std::vector<PreflightCheck>& preflight_checks();
 // Every check's findings, in check order.
 std::vector<PreflightFinding> run_preflight(const PreflightInput& input);
@@ -76,8 +85,11 @@ bool has_refusal(const std::vector<PreflightFinding>& findings);
 // node the pod could ever land on (placement, cordon, NoSchedule/NoExecute taints). No nvidia.com/*
 // request: no finding.
 std::vector<PreflightFinding> check_gpu_capacity(const PreflightInput& input);
+// A job whose pods keep off each other's nodes (required pod anti-affinity on the hostname to its
+// own pods, as `submit --nodes` writes) needs that many nodes that could each hold one pod.
 // gpu-free-now (warning): such nodes exist, but not all of the job's concurrent pods
-// (min(parallelism, completions), 0 when suspended) fit on the GPUs free now.
+// (min(parallelism, completions), 0 when suspended; one per node for such a job) fit on the GPUs
+// free now.
 std::vector<PreflightFinding> check_gpu_free_now(const PreflightInput& input);
 // device-capacity (refusal): for a job whose pods claim DRA devices, some node the pod could be
 // scheduled to (cordon, NoSchedule/NoExecute taints) holds the claim's count of devices the
@@ -110,6 +122,17 @@ std::vector<PreflightFinding> check_limit_range(const PreflightInput& input);
 // the pod is scheduled: no finding). A ReadWriteOnce/ReadWriteOncePod claim already mounted
 // by a pod on some node: warning.
 std::vector<PreflightFinding> check_volume_claims(const PreflightInput& input);
+// queue (refusal): the Job carries Kueue's queue label (--queue) but the cluster serves no Kueue
+// (the job would stay suspended for ever), or the namespace has no LocalQueue of that name.
+std::vector<PreflightFinding> check_queue(const PreflightInput& input);
+// gang (warning): pods of one pod per node on several nodes, for the default scheduler and no
+// queue: nothing starts them together, so the warning says what happens and how to get it.
+std::vector<PreflightFinding> check_gang(const PreflightInput& input);
+
+// Reads Kueue (discovery, then the job's namespace's LocalQueues) when the job needs it: it has
+// the queue label, or runs one pod per node on several nodes; std::nullopt otherwise. A failed
+// read leaves it unread (std::nullopt): the checks then say nothing rather than guess.
+std::optional<KueueView> read_kueue(kube::Client& client, const nlohmann::json& job);
 
 // Reads what the checks need: nodes, non-terminal bound pods (fieldSelector on spec.nodeName
 // and status.phase; a 403 clears pods_listed), the namespace's quotas and limit ranges, the
