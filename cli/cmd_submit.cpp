@@ -14,6 +14,7 @@
 #include "gpuctl/ops/jobs/job_logs.hpp"
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
+#include "gpuctl/ops/submit/avoid_failed_nodes.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
 #include "gpuctl/output/yaml.hpp"
@@ -75,6 +76,10 @@ Result<ValidatedSubmit> validate(SubmitOptions& o) {
   if (o.wait && o.follow) return fail(usage("--follow already waits for the job; give one of --wait and --follow"));
   if (v.timeout.count() > 0 && !o.wait && !o.follow) return fail(usage("--timeout needs --wait or --follow"));
   if (o.parsable && v.format) return fail(usage("--parsable and -o both choose the output; give one of them"));
+  if (v.spec.avoid_failed_nodes && !o.wait && !o.follow && v.dry_run == DryRun::none) {
+    return fail(
+        usage("--avoid-failed-nodes needs --wait or --follow: gpuctl labels a failed node while it watches the job"));
+  }
   if (o.follow && v.format) return fail(usage("-o cannot be combined with --follow: stdout carries the job's logs"));
   return v;
 }
@@ -115,9 +120,26 @@ Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const st
       err << std::flush;
     };
     follower.emplace(client, ns, name, std::move(logs));
-    wait.on_poll = [&](const ops::JobSummary&) { follower->poll(); };
   }
+  std::optional<ops::FailedNodeAvoider> avoider;
+  if (v.spec.avoid_failed_nodes) {
+    avoider.emplace(client, ns, name, [&](const std::string& text) {
+      print_line(err, text);
+      err << std::flush;
+    });
+  }
+  wait.on_poll = [&](const ops::JobSummary& summary) {
+    if (follower) follower->poll();
+    if (avoider) avoider->poll(summary);
+  };
   auto result = ops::wait_for_job(client, ns, name, wait);
+  if (avoider) {
+    if (result) {
+      avoider->release();
+    } else {
+      avoider->leave();  // the job may still run: its retries must keep avoiding
+    }
+  }
   if (!result) return fail(result.error());  // a timeout's message says the job keeps running
   bool succeeded = result->phase == ops::JobPhase::succeeded;
   // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
@@ -246,6 +268,14 @@ alone under its index. Nothing starts the pods together unless a gang scheduler 
 --queue LOCALQUEUE creates the job suspended and Kueue admits all its pods at once; without it
 gpuctl warns (check gang). --completions and --parallelism make a plain parallel job.
 
+--avoid-failed-nodes (with --wait or --follow): the pods require nodes without the job's own label
+avoid.gpuctl.io/NAME-HASH; while gpuctl waits, a pod that fails for a cause that blames its node
+(NVML errors, a lost GPU, an Xid, a driver too old or mismatched, no CUDA device; not CUDA out of
+memory nor NCCL) gets that node labelled, so the Job controller's next pod goes elsewhere, and
+the labels are removed when the job finishes (Ctrl-C or --timeout leave them, and say how to
+remove them). It needs permission to patch nodes; a retry scheduled before the label lands may
+still go to the same node.
+
 Before creating anything, gpuctl refuses (exit code 3, 126 with --wait or --follow, unless
 --force) a job that no schedulable node could ever hold (for DRA devices: no schedulable node holds
 that many untainted devices the class and --gpu-type match), one the namespace's GPU quota (also
@@ -336,6 +366,9 @@ void add_job_policy_flags(CLI::App& cmd, ops::SubmitFlags& f) {
                  "Topology key for --colocate-with (default kubernetes.io/hostname)");
   cmd.add_flag("--count-disruptions", f.count_disruptions,
                "Count evictions and preemptions against --backoff-limit (no podFailurePolicy)");
+  cmd.add_flag("--avoid-failed-nodes", f.avoid_failed_nodes,
+               "With --wait/--follow: a pod that fails for its node's GPU (NVML, Xid, lost GPU, driver) keeps the "
+               "job's next attempts off that node");
 }
 
 // How many pods, where, and who starts them: Slurm's --nodes/--gpus-per-node, kubectl's

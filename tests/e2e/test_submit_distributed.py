@@ -7,6 +7,9 @@ hostname <job>-<i> its pod IP, so MASTER_ADDR <job>-0.<job> names the pod of ind
 Service is owned by the Job: the garbage collector deletes it with the Job. Pre-flight counts
 nodes (one pod each), not GPUs; --queue on a cluster without Kueue is refused, and a distributed
 job without a queue gets the honest warning that nothing starts its pods together.
+--avoid-failed-nodes: a job whose pod fails with NVML's Unknown Error has its node labelled while
+`submit --wait` watches, the retry lands elsewhere (where without the flag the scheduler puts it
+back on the same node), and the labels go when the job ends.
 Fleet submit-nodes (nodes sdn-0..2, 2 GPUs each, their own product and pool taint)."""
 import harness as h
 
@@ -23,9 +26,23 @@ def env_of(pod):
     return {e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][0].get("env", [])}
 
 
-def submit(ns, name, *flags):
+NVML = "Failed to initialize NVML: Unknown Error"
+POOL_TOLERATION = {"key": "example.com/gpu-pool", "operator": "Exists", "effect": "NoSchedule"}
+
+
+def submit(ns, name, *flags, outcome="run"):
     return h.gpuctl("submit", name, "-n", ns, "--image", "nvcr.io/nvidia/pytorch:24.05-py3", "--gpu-type", TYPE,
-                    "--label", "%s=run" % h.OUTCOME_LABEL, *flags, "--", "torchrun", "train.py")
+                    "--label", "%s=%s" % (h.OUTCOME_LABEL, outcome), *flags, "--", "torchrun", "train.py")
+
+
+def failed_nodes(ns, job):
+    pods = sorted(job_pods(ns, job), key=lambda p: p["metadata"]["creationTimestamp"])
+    return [p["spec"]["nodeName"] for p in pods if p["status"].get("phase") == "Failed"]
+
+
+def nodes_labelled(prefix):
+    return sorted(n["metadata"]["name"] for n in h.kubectl("get", "nodes", "-o", "json")["items"]
+                  if any(k.startswith(prefix) for k in n["metadata"].get("labels", {})))
 
 
 class SubmitDistributedTest(h.TestCase):
@@ -136,6 +153,37 @@ class SubmitDistributedTest(h.TestCase):
         # Its GPUs are the fleet's: give them back before the next test counts them.
         h.kubectl("delete", "job", "sweep", "-n", ns, "--cascade=foreground", "--wait=true", "--timeout=90s")
         h.wait_for(lambda: not job_pods(ns, "sweep"), 90, "the sweep's pods gone")
+
+    def test_avoid_failed_nodes_sends_the_retry_elsewhere(self):
+        ns = self.namespace("sdist-avoid")
+        # CPU load makes the scheduler's choice certain: sdn-0 (idle) first, then sdn-1, sdn-2 last.
+        h.create([h.gpu_pod("busy-1", ns, node="sdn-1", gpus=0, outcome_=h.outcome("run"),
+                            resources={"requests": {"cpu": "16"}}, tolerations=[POOL_TOLERATION]),
+                  h.gpu_pod("busy-2", ns, node="sdn-2", gpus=0, outcome_=h.outcome("run"),
+                            resources={"requests": {"cpu": "28"}}, tolerations=[POOL_TOLERATION])])
+        h.wait_for(lambda: all(p["status"].get("phase") == "Running" for p in
+                               h.kubectl("get", "pods", "-n", ns, "-o", "json")["items"]) or None, 60, "busy pods")
+        failing = ("--gpus", "1", "--backoff-limit", "1", "--annotation", "%s=%s" % (h.MESSAGE_ANNOTATION, NVML),
+                   "--wait", "--timeout", "3m")
+
+        # Without the flag the retry goes back to the node that just failed it.
+        plain = submit(ns, "plain", *failing, outcome="fail")
+        self.assertEqual(plain.rc, 1, plain.stderr)
+        self.assertEqual(failed_nodes(ns, "plain"), ["sdn-0", "sdn-0"])
+
+        r = submit(ns, "avoid", *failing, "--avoid-failed-nodes", outcome="fail")
+        self.assertEqual(r.rc, 1, r.stderr)
+        self.assertEqual(failed_nodes(ns, "avoid"), ["sdn-0", "sdn-1"])
+        key = h.kubectl("get", "job", "avoid", "-n", ns, "-o", "json")["spec"]["template"]["spec"]["affinity"][
+            "nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0][
+            "matchExpressions"][-1]["key"]
+        self.assertTrue(key.startswith("avoid.gpuctl.io/avoid-"), key)
+        self.assertRegex(r.stderr, r"pod avoid-\S+ failed on node sdn-0: NVML answered Unknown Error[^\n]*; the job's "
+                                   r"next pods keep off it \(label %s=nvml-error\)" % key.replace(".", r"\."))
+        self.assertIn("node sdn-0: label %s removed (the job has finished)" % key, r.stderr)
+        self.assertIn("node sdn-1: label %s removed (the job has finished)" % key, r.stderr)
+        self.assertEqual(nodes_labelled("avoid.gpuctl.io/"), [])
+        self.assertIn("GPU cause: NVML answered Unknown Error", r.stdout.splitlines()[-1])
 
 
 if __name__ == "__main__":

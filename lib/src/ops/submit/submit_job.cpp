@@ -13,19 +13,13 @@
 namespace gpuctl::ops {
 
 using json = nlohmann::json;
+
+using submit_job_detail::array_at;
+using submit_job_detail::object_at;
+
 namespace {
 
 auto usage(std::string message) { return fail(Errc::invalid_argument, std::move(message)); }
-
-json& object_at(json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_object()) parent[key] = json::object();
-  return parent[key];
-}
-
-json& array_at(json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_array()) parent[key] = json::array();
-  return parent[key];
-}
 
 std::string human_seconds(std::int64_t s) { return util::human_duration(std::chrono::seconds(s)); }
 
@@ -127,24 +121,7 @@ void add_node_affinity(json& pod_spec, const std::map<std::string, std::vector<s
   for (const auto& [key, values] : selector) {
     ours.push_back({{"matchExpressions", json::array({{{"key", key}, {"operator", "In"}, {"values", values}}})}});
   }
-  json& affinity = object_at(pod_spec, "affinity");
-  json& node_affinity = object_at(affinity, "nodeAffinity");
-  json& required = object_at(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution");
-  json existing = required.value("nodeSelectorTerms", json::array());
-  if (existing.empty()) {
-    required["nodeSelectorTerms"] = ours;
-    return;
-  }
-  json combined = json::array();
-  for (const auto& term : existing) {
-    for (const auto& extra : ours) {
-      json t = term;
-      json& exprs = array_at(t, "matchExpressions");
-      for (const auto& e : extra["matchExpressions"]) exprs.push_back(e);
-      combined.push_back(t);
-    }
-  }
-  required["nodeSelectorTerms"] = combined;
+  and_node_selector_terms(pod_spec, ours);
 }
 
 std::string describe_selector(const std::map<std::string, std::vector<std::string>>& selector) {
@@ -312,6 +289,30 @@ Result<BuiltJob> apply_defaults(json job, const SubmitSpec& spec, const GpuPlace
 
 }  // namespace
 
+// Pure: `terms` (ORed among themselves) ANDed with every term of the pod's required node
+// affinity: each existing term times each of ours.
+void and_node_selector_terms(json& pod_spec, const json& terms) {
+  json ours = terms;
+  json& affinity = object_at(pod_spec, "affinity");
+  json& node_affinity = object_at(affinity, "nodeAffinity");
+  json& required = object_at(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution");
+  json existing = required.value("nodeSelectorTerms", json::array());
+  if (existing.empty()) {
+    required["nodeSelectorTerms"] = ours;
+    return;
+  }
+  json combined = json::array();
+  for (const auto& term : existing) {
+    for (const auto& extra : ours) {
+      json t = term;
+      json& exprs = array_at(t, "matchExpressions");
+      for (const auto& e : extra["matchExpressions"]) exprs.push_back(e);
+      combined.push_back(t);
+    }
+  }
+  required["nodeSelectorTerms"] = combined;
+}
+
 std::string requested_gpu_resource(const json& job) {
   json pod = {
       {"spec", job.contains("spec") && job["spec"].contains("template") && job["spec"]["template"].contains("spec")
@@ -333,6 +334,7 @@ Result<BuiltJob> build_job(const SubmitSpec& spec, const GpuPlacement& placement
   job["metadata"]["namespace"] = namespace_name;
   GPUCTL_TRY_ASSIGN(BuiltJob built, apply_defaults(std::move(job), spec, placement, "flags"));
   shape_parallel_job(built.job, spec, built);
+  GPUCTL_TRY(keep_off_avoided_nodes(built.job, spec, built));
   hand_to_queue(built.job, spec, built);
   if (claims_dra_devices(spec)) {
     built.claim_template = build_claim_template(spec, namespace_name);
@@ -385,6 +387,7 @@ Result<BuiltJob> complete_job(json manifest, const SubmitSpec& spec, const GpuPl
   }
   if (manifest.contains("status")) manifest.erase("status");
   GPUCTL_TRY_ASSIGN(BuiltJob built, apply_defaults(std::move(manifest), spec, placement, source));
+  GPUCTL_TRY(keep_off_avoided_nodes(built.job, spec, built));
   hand_to_queue(built.job, spec, built);
   return built;
 }

@@ -13,22 +13,14 @@
 namespace gpuctl::ops {
 
 using json = nlohmann::json;
+using submit_job_detail::array_at;
+using submit_job_detail::object_at;
 
 namespace {
 
 // The annotation the Job controller gives each pod of an Indexed Job (also in the
 // JOB_COMPLETION_INDEX variable it adds, which a variable of our own cannot refer to reliably).
 constexpr std::string_view kCompletionIndexPath = "metadata.annotations['batch.kubernetes.io/job-completion-index']";
-
-json& object_at(json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_object()) parent[key] = json::object();
-  return parent[key];
-}
-
-json& array_at(json& parent, const char* key) {
-  if (!parent.contains(key) || !parent[key].is_array()) parent[key] = json::array();
-  return parent[key];
-}
 
 std::string master_address(const std::string& job) { return fmt::format("{}-0.{}", job, job); }
 
