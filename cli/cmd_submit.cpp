@@ -22,6 +22,7 @@
 #include "input_file.hpp"
 #include "job_lines.hpp"
 #include "output_format.hpp"
+#include "submit_workload.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -133,6 +134,10 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   json manifest;
   if (v.spec.from_manifest) {
     GPUCTL_TRY_ASSIGN(manifest, read_manifest(o.filename));
+    if (is_workload_manifest(manifest)) {  // a JobSet or a PyTorchJob: cli/submit_workload.cpp
+      return submit_workload(
+          ctx, {v.spec, manifest, o.filename, v.dry_run, v.format, o.parsable, o.force, o.wait || o.follow});
+    }
     GPUCTL_TRY(ops::check_manifest(manifest, o.filename));  // before any request
   }
   // complete: the nodes say which label names the product and which taints mark the pools.
@@ -225,6 +230,13 @@ CommandDoc submit_doc() {
   carries (read from the nodes, never hard-coded). A -f manifest is completed with the same defaults
   where it says nothing; what it says stays.
 
+-f also takes a jobset.x-k8s.io/v1alpha2 JobSet and a kubeflow.org/v1 PyTorchJob where the cluster
+serves them (else exit 6, naming what to install): every pod template gets the pod defaults above;
+a JobSet's Jobs get backoffLimit and the podFailurePolicy, the JobSet ttlSecondsAfterFinished; a
+PyTorchJob's replicas restartPolicy Never, its runPolicy backoffLimit and ttlSecondsAfterFinished
+(it has no podFailurePolicy). The pre-flight checks count every template times its pods. --wait
+and --follow take a Job only.
+
 GPUs as Dynamic Resource Allocation devices: with --device-class CLASS the pods claim --gpus
 devices of that DeviceClass through a ResourceClaimTemplate NAME-gpus (with --gpu-type, a CEL
 selector on the driver's productName), created just before the Job and owned by it, so deleting
@@ -255,6 +267,8 @@ is pending they say why (the scheduler's verdict, quota refusals) on stderr.)",
             "gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi"},
            {"Check a manifest against the server (quota, LimitRange, strict field validation), create nothing",
             "gpuctl submit -f job.yaml --dry-run=server"},
+           {"A JobSet (the JobSet controller must be installed), its pods checked before it is created",
+            "gpuctl submit -f jobset.yaml --gpu-type H100"},
            {"In a script: the job's name, then its exit code",
             R"(job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${job%/*}")"}}};
 }
@@ -279,9 +293,10 @@ void add_job_source_flags(CLI::App& cmd, HelpData& help, const std::shared_ptr<S
       },
       "", "name-before-separator"));
   cmd.add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
-  completes(cmd.add_option("-f,--filename", o->filename,
-                           "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete"),
-            help, ValueKind::file);
+  completes(
+      cmd.add_option("-f,--filename", o->filename,
+                     "A batch/v1 Job, JobSet or PyTorchJob manifest (YAML or JSON; - for stdin) to check and complete"),
+      help, ValueKind::file);
 }
 
 // The container: image, GPUs, CPU and memory, environment, volumes. Beside -f only --gpu-type is
