@@ -23,6 +23,8 @@
 #include "input_file.hpp"
 #include "job_lines.hpp"
 #include "output_format.hpp"
+#include "submit_wait.hpp"
+#include "submit_workload.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -99,62 +101,16 @@ std::string gpu_phrase(const ops::BuiltJob& built) {
   return fmt::format("{} {} per pod", requests.at(resource).to_string(), resource);
 }
 
-Result<ExitCode> wait_and_report(AppContext& ctx, kube::Client& client, const std::string& ns, const std::string& name,
-                                 const SubmitOptions& o, const ValidatedSubmit& v) {
-  auto& err = ctx.streams().err;
-  ops::JobWaitOptions wait;
-  wait.timeout = v.timeout;
-  wait.on_change = [&](const ops::JobSummary& s) {
-    print_line(err, progress_line(s));
-    err << std::flush;
-  };
-  std::optional<ops::JobLogFollower> follower;
-  if (o.follow) {
-    ops::JobLogOptions logs;
-    logs.on_chunk = [&](std::string_view chunk) {
-      ctx.streams().out << chunk << std::flush;
-      return static_cast<bool>(ctx.streams().out);
-    };
-    logs.on_notice = [&](const std::string& text) {
-      if (!util::cancelled()) print_line(err, text);  // not "log stream abandoned" after Ctrl-C
-      err << std::flush;
-    };
-    follower.emplace(client, ns, name, std::move(logs));
-  }
-  std::optional<ops::FailedNodeAvoider> avoider;
-  if (v.spec.avoid_failed_nodes) {
-    avoider.emplace(client, ns, name, [&](const std::string& text) {
-      print_line(err, text);
-      err << std::flush;
-    });
-  }
-  wait.on_poll = [&](const ops::JobSummary& summary) {
-    if (follower) follower->poll();
-    if (avoider) avoider->poll(summary);
-  };
-  auto result = ops::wait_for_job(client, ns, name, wait);
-  if (avoider) {
-    if (result) {
-      avoider->release();
-    } else {
-      avoider->leave();  // the job may still run: its retries must keep avoiding
-    }
-  }
-  if (!result) return fail(result.error());  // a timeout's message says the job keeps running
-  bool succeeded = result->phase == ops::JobPhase::succeeded;
-  // The verdict goes to stderr when stdout is for data (--parsable, -o, logs).
-  auto& verdict_stream = (o.parsable || v.format || o.follow) ? err : ctx.streams().out;
-  print_line(verdict_stream, job_result_line(*result));
-  return exit_code_for_job(succeeded, result->failure ? result->failure->reason : "",
-                           result->failure ? result->failure->exit_code : std::nullopt);
-}
-
 Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(ValidatedSubmit v, validate(o));
   json manifest;
   if (v.spec.from_manifest) {
     GPUCTL_TRY_ASSIGN(manifest, read_manifest(o.filename));
+    if (is_workload_manifest(manifest)) {  // a JobSet or a PyTorchJob: cli/submit_workload.cpp
+      return submit_workload(
+          ctx, {v.spec, manifest, o.filename, v.dry_run, v.format, o.parsable, o.force, o.wait || o.follow});
+    }
     GPUCTL_TRY(ops::check_manifest(manifest, o.filename));  // before any request
   }
   // complete: the nodes say which label names the product and which taints mark the pools.
@@ -235,7 +191,8 @@ Result<ExitCode> run_submit(SubmitOptions& o, AppContext& ctx) {
   }
   if (!o.wait && !o.follow) return ExitCode::ok;
   out << std::flush;
-  return wait_and_report(ctx, *client, ns, name, o, v);
+  return wait_and_report(ctx, *client, ns, name,
+                         {v.timeout, o.follow, o.parsable || v.format.has_value(), v.spec.avoid_failed_nodes});
 }
 
 // The help: the defaults a Job gets (with the values of the constants), what the pre-flight
@@ -249,6 +206,13 @@ CommandDoc submit_doc() {
   product label the cluster's nodes carry plus tolerations for the taints every node of that type
   carries (read from the nodes, never hard-coded). A -f manifest is completed with the same defaults
   where it says nothing; what it says stays.
+
+-f also takes a jobset.x-k8s.io/v1alpha2 JobSet and a kubeflow.org/v1 PyTorchJob where the cluster
+serves them (else exit 6, naming what to install): every pod template gets the pod defaults above;
+a JobSet's Jobs get backoffLimit and the podFailurePolicy, the JobSet ttlSecondsAfterFinished; a
+PyTorchJob's replicas restartPolicy Never, its runPolicy backoffLimit and ttlSecondsAfterFinished
+(it has no podFailurePolicy). The pre-flight checks count every template times its pods. --wait
+and --follow take a Job only.
 
 GPUs as Dynamic Resource Allocation devices: with --device-class CLASS the pods claim --gpus
 devices of that DeviceClass through a ResourceClaimTemplate NAME-gpus (with --gpu-type, a CEL
@@ -302,6 +266,8 @@ is pending they say why (the scheduler's verdict, quota refusals) on stderr.)",
             "gpuctl submit smoke --image busybox --gpus 1 --dry-run=client -o yaml -- nvidia-smi"},
            {"Check a manifest against the server (quota, LimitRange, strict field validation), create nothing",
             "gpuctl submit -f job.yaml --dry-run=server"},
+           {"A JobSet (the JobSet controller must be installed), its pods checked before it is created",
+            "gpuctl submit -f jobset.yaml --gpu-type H100"},
            {"In a script: the job's name, then its exit code",
             R"(job=$(gpuctl submit -f job.yaml --parsable) && gpuctl jobs -n "${job%/*}")"}}};
 }
@@ -326,9 +292,10 @@ void add_job_source_flags(CLI::App& cmd, HelpData& help, const std::shared_ptr<S
       },
       "", "name-before-separator"));
   cmd.add_option("command", f.command, "COMMAND [ARGS...] after --: the container's command");
-  completes(cmd.add_option("-f,--filename", o->filename,
-                           "A batch/v1 Job manifest (YAML or JSON; - for stdin) to check and complete"),
-            help, ValueKind::file);
+  completes(
+      cmd.add_option("-f,--filename", o->filename,
+                     "A batch/v1 Job, JobSet or PyTorchJob manifest (YAML or JSON; - for stdin) to check and complete"),
+      help, ValueKind::file);
 }
 
 // The container: image, GPUs, CPU and memory, environment, volumes. Beside -f only --gpu-type is

@@ -15,8 +15,8 @@ const std::vector<ExitCodeDoc>& exit_code_docs() {
       {"4", "diagnose found something at or above --fail-on"},
       {"5", "diagnose found nothing at or above --fail-on, but some checks could not run"},
       {"6",
-       "the cluster does not serve an API the request needs (taint --device: DeviceTaintRules); nothing was "
-       "changed"},
+       "the cluster does not serve an API the request needs (taint --device: DeviceTaintRules; submit -f: JobSets "
+       "or PyTorchJobs); nothing was changed"},
       {"1-255", "submit --wait/--follow: the job failed; its failed container's exit code"},
       {"124", "submit --wait/--follow: the job ran past --active-deadline"},
       {"125", "submit --wait/--follow: the job failed with no container exit code"},

@@ -28,4 +28,16 @@ Result<std::string> served_version(Client& client, std::string_view group, std::
   return std::string();
 }
 
+Result<bool> serves(Client& client, std::string_view group_version, std::string_view resource) {
+  auto resources = client.get(paths::group_version_discovery(group_version));
+  if (!resources) {
+    if (resources.error().is_not_found()) return false;
+    return std::unexpected(resources.error());
+  }
+  for (const auto& r : array_field(*resources, "resources")) {
+    if (string_field(r, "name") == resource) return true;
+  }
+  return false;
+}
+
 }  // namespace gpuctl::kube

@@ -16,4 +16,8 @@ class Client;
 // errors (403, 5xx, transport) are returned.
 Result<std::string> served_version(Client& client, std::string_view group, std::string_view resource);
 
+// Whether `group_version` ("jobset.x-k8s.io/v1alpha2") serves `resource` (its plural); false when
+// the group, the version or the resource is not served. Other errors are returned.
+Result<bool> serves(Client& client, std::string_view group_version, std::string_view resource);
+
 }  // namespace gpuctl::kube

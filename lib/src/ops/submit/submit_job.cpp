@@ -7,6 +7,7 @@
 #include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
+#include "gpuctl/ops/submit/submit_workloads.hpp"
 #include "gpuctl/util/time.hpp"
 #include "submit_job_internal.hpp"
 
@@ -350,8 +351,9 @@ Result<void> check_manifest(const json& manifest, std::string_view source) {
   std::string kind = kube::string_field(manifest, "kind");
   std::string api_version = kube::string_field(manifest, "apiVersion");
   if (kind != "Job" || api_version != "batch/v1") {
-    return usage(fmt::format("{}: is {} {}; gpuctl submit takes a batch/v1 Job", source,
-                             api_version.empty() ? "(no apiVersion)" : api_version, kind.empty() ? "(no kind)" : kind));
+    return usage(fmt::format("{}: is {} {}; gpuctl submit takes {}", source,
+                             api_version.empty() ? "(no apiVersion)" : api_version, kind.empty() ? "(no kind)" : kind,
+                             accepted_manifest_kinds()));
   }
   // A wrongly typed field is the manifest's mistake (exit 2), named before anything reads it.
   if (auto problem = kube::job_shape_problem(manifest); !problem.empty())

@@ -22,11 +22,15 @@ using kube::ResourceList;
 constexpr std::string_view kQuota = "quota";
 constexpr std::string_view kLimitRange = "limit-range";
 
+}  // namespace
+
+// Which quotas count a pod, and under which keys: shared with the workloads' sum (preflight_detail).
+namespace preflight_detail {
+namespace {
+
 std::string object_name(const json& object, const std::string& ns) { return ns + "/" + kube::name_of(object); }
 
 // --- Quota scopes --------------------------------------------------------------------------
-
-enum class Applies { yes, no, unknown };
 
 bool has_compute_resources(const json& spec) {
   for (const char* list : {"containers", "initContainers"}) {
@@ -70,6 +74,8 @@ std::optional<bool> scope_holds(const std::string& scope, const json& spec) {
   if (scope == "CrossNamespacePodAffinity") return cross_namespace_affinity(spec);
   return std::nullopt;
 }
+
+}  // namespace
 
 Applies quota_applies(const json& quota, const json& pod_spec) {
   const json& spec = field(quota, "spec");
@@ -130,6 +136,12 @@ std::vector<std::string> quota_keys(const std::string& resource) {
   if (resource.starts_with("hugepages-") || is_extended(resource)) return {"requests." + resource};
   return {};
 }
+
+}  // namespace preflight_detail
+
+namespace {
+
+using namespace preflight_detail;
 
 Quantity times(const Quantity& q, std::int64_t n) { return q.times(n); }
 

@@ -46,6 +46,15 @@ std::string count_of(std::int64_t n, std::string_view singular, std::string_view
 PreflightFinding refusal(std::string_view check, std::string message);
 PreflightFinding warning(std::string_view check, std::string message);
 
+// Whether a ResourceQuota counts a pod of this spec (its scopes and scopeSelector): unknown where
+// a scope cannot be judged here (a PriorityClass scope for a pod without a class, say).
+enum class Applies { yes, no, unknown };
+Applies quota_applies(const nlohmann::json& quota, const nlohmann::json& pod_spec);
+// An extended resource's name (a domain, not kubernetes.io/, not already a quota key).
+bool is_extended(const std::string& resource);
+// The quota keys a pod's request of `resource` is counted under ("cpu" and "requests.cpu", ...).
+std::vector<std::string> quota_keys(const std::string& resource);
+
 }  // namespace gpuctl::ops::preflight_detail
 
 namespace gpuctl::ops {
