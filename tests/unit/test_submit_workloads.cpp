@@ -320,3 +320,38 @@ TEST_CASE("cli: submit -f pytorchjob.yaml --dry-run=server dry-runs the object a
   }
   CHECK(h.fake().unexpected().empty());
 }
+
+TEST_CASE("submit workloads: --queue suspends the object itself, never the Jobs it makes", "[submit][workloads]") {
+  ops::SubmitSpec spec = manifest_spec();
+  spec.queue = "team-a-queue";
+  const std::vector<json> nodes = {gpu_node("h1", 8)};
+  ops::BuiltWorkload jobset = complete(manifest("jobset-paralleljobs.yaml"), spec, nodes);
+  CHECK(jobset.object["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a-queue");
+  CHECK(jobset.object["spec"]["suspend"] == true);
+  for (const auto& rj : jobset.object["spec"]["replicatedJobs"]) {
+    CHECK_FALSE(rj["template"]["spec"].contains("suspend"));
+    const bool labelled = rj["template"].contains("metadata") && rj["template"]["metadata"].contains("labels") &&
+                          rj["template"]["metadata"]["labels"].contains("kueue.x-k8s.io/queue-name");
+    CHECK_FALSE(labelled);
+  }
+  CHECK(has(jobset.notes, "queued: created suspended with label kueue.x-k8s.io/queue-name=team-a-queue"));
+
+  ops::BuiltWorkload pytorch = complete(manifest("pytorchjob-simple.yaml"), spec, nodes);
+  CHECK(pytorch.object["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "team-a-queue");
+  CHECK(pytorch.object["spec"]["runPolicy"]["suspend"] == true);
+
+  ops::PreflightInput in;  // a queue Kueue cannot admit is refused for them too
+  in.kueue = ops::KueueView{};
+  in.nodes = nodes;
+  bool refused = false;
+  for (const auto& f : ops::run_workload_preflight(in, jobset)) refused = refused || f.check == "queue";
+  CHECK(refused);
+
+  spec.queue.clear();
+  spec.avoid_failed_nodes = true;
+  auto avoid =
+      ops::complete_workload(manifest("pytorchjob-simple.yaml"), spec, ops::GpuPlacement{}, "team-a", false, "w.yaml");
+  REQUIRE_FALSE(avoid);
+  CHECK(avoid.error().message ==
+        "w.yaml: --avoid-failed-nodes takes a batch/v1 Job (it works while --wait watches the Job)");
+}
