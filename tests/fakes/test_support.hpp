@@ -35,4 +35,9 @@ struct FakeClient {
   }
 };
 
+// A Status body as the API server answers a refused request.
+inline nlohmann::json status_body(int code, const std::string& reason, const std::string& message) {
+  return {{"kind", "Status"}, {"status", "Failure"}, {"code", code}, {"reason", reason}, {"message", message}};
+}
+
 }  // namespace gpuctl::testing

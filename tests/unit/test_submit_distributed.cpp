@@ -12,6 +12,7 @@
 using namespace gpuctl;
 using gpuctl::testing::FakeClient;
 using gpuctl::testing::json_answer;
+using gpuctl::testing::status_body;
 using namespace gpuctl::testing::preflight;
 
 namespace {
@@ -47,10 +48,6 @@ std::string usage_error(ops::SubmitFlags flags) {
   REQUIRE_FALSE(spec);
   CHECK(spec.error().code == Errc::invalid_argument);
   return spec.error().message;
-}
-
-json status(int code, const std::string& reason, const std::string& message) {
-  return {{"kind", "Status"}, {"status", "Failure"}, {"code", code}, {"reason", reason}, {"message", message}};
 }
 
 // Discovery of Kueue as the API server answers it when Kueue's CRDs are installed.
@@ -302,7 +299,7 @@ TEST_CASE("submit distributed: read_kueue reads discovery and the namespace's Lo
   }
   {
     FakeClient c;  // no Kueue: the group is not served
-    c.fake->on("GET", "/apis/kueue.x-k8s.io", json_answer(404, status(404, "NotFound", "not found").dump()));
+    c.fake->on("GET", "/apis/kueue.x-k8s.io", json_answer(404, status_body(404, "NotFound", "not found").dump()));
     auto view = ops::read_kueue(*c.client, queued);
     REQUIRE(view);
     CHECK_FALSE(view->served);
@@ -337,7 +334,7 @@ TEST_CASE("submit distributed: the Service is sent after the Job, owned by it", 
     FakeClient c;  // the Service is refused: the pods could never meet, so the Job goes again
     c.fake->on("POST", "/apis/batch/v1/namespaces/team-a/jobs", json_answer(201, created.dump()));
     c.fake->on("POST", services,
-               json_answer(409, status(409, "AlreadyExists", "services \"llama\" already exists").dump()));
+               json_answer(409, status_body(409, "AlreadyExists", "services \"llama\" already exists").dump()));
     c.fake->on("DELETE", "/apis/batch/v1/namespaces/team-a/jobs/llama", json_answer(200, created.dump()));
     auto sent = ops::send_submission(*c.client, built, false);
     REQUIRE_FALSE(sent);

@@ -11,6 +11,7 @@
 using namespace gpuctl;
 using gpuctl::testing::FakeClient;
 using gpuctl::testing::json_answer;
+using gpuctl::testing::status_body;
 using json = nlohmann::json;
 
 namespace {
@@ -80,10 +81,6 @@ ops::DraInventory dra_cluster() {
   inv.devices = {device("dra-a", "gpu-0", "NVIDIA A100-SXM4-80GB"), device("dra-a", "gpu-1", "NVIDIA A100-SXM4-80GB"),
                  device("dra-b", "gpu-0", "NVIDIA H100 80GB HBM3")};
   return inv;
-}
-
-json status(int code, const std::string& reason, const std::string& message) {
-  return {{"kind", "Status"}, {"code", code}, {"reason", reason}, {"message", message}};
 }
 
 }  // namespace
@@ -301,7 +298,7 @@ TEST_CASE("submit dra: a refused Job takes its template back out", "[submit][dra
   {
     FakeClient c;
     c.fake->on("POST", kTemplates, json_answer(201, created_template.dump()));
-    c.fake->on("POST", kJobs, json_answer(422, status(422, "Invalid", "Job.batch \"train\" is invalid").dump()));
+    c.fake->on("POST", kJobs, json_answer(422, status_body(422, "Invalid", "Job.batch \"train\" is invalid").dump()));
     c.fake->on("DELETE", kTemplates + "/train-gpus", json_answer(200, created_template.dump()));
     auto sent = ops::send_submission(*c.client, built, false);
     REQUIRE_FALSE(sent);
@@ -316,9 +313,9 @@ TEST_CASE("submit dra: a refused Job takes its template back out", "[submit][dra
   {
     FakeClient c;  // the clean-up fails too: the error says what is left and how to remove it
     c.fake->on("POST", kTemplates, json_answer(201, created_template.dump()));
-    c.fake->on("POST", kJobs, json_answer(403, status(403, "Forbidden", "jobs.batch is forbidden").dump()));
+    c.fake->on("POST", kJobs, json_answer(403, status_body(403, "Forbidden", "jobs.batch is forbidden").dump()));
     c.fake->on("DELETE", kTemplates + "/train-gpus",
-               json_answer(403, status(403, "Forbidden", "delete is forbidden").dump()));
+               json_answer(403, status_body(403, "Forbidden", "delete is forbidden").dump()));
     auto sent = ops::send_submission(*c.client, built, false);
     REQUIRE_FALSE(sent);
     CHECK(sent.error().message.find("could not be deleted") != std::string::npos);
@@ -328,7 +325,8 @@ TEST_CASE("submit dra: a refused Job takes its template back out", "[submit][dra
     FakeClient c;  // the template exists already: never overwritten, no Job sent
     c.fake->on(
         "POST", kTemplates,
-        json_answer(409, status(409, "AlreadyExists", "resourceclaimtemplates \"train-gpus\" already exists").dump()));
+        json_answer(409,
+                    status_body(409, "AlreadyExists", "resourceclaimtemplates \"train-gpus\" already exists").dump()));
     auto sent = ops::send_submission(*c.client, built, false);
     REQUIRE_FALSE(sent);
     CHECK(sent.error().message.starts_with("resourceclaimtemplate team-a/train-gpus already exists"));
@@ -353,7 +351,7 @@ TEST_CASE("submit dra: a server dry run sends both with dryRun=All and ties noth
 
   FakeClient refused;  // a refused dry-run Job: nothing was made, nothing to delete
   refused.fake->on("POST", kTemplates, json_answer(201, built.claim_template.dump()), "dryRun=All");
-  refused.fake->on("POST", kJobs, json_answer(422, status(422, "Invalid", "bad").dump()), "dryRun=All");
+  refused.fake->on("POST", kJobs, json_answer(422, status_body(422, "Invalid", "bad").dump()), "dryRun=All");
   auto failed = ops::send_submission(*refused.client, built, true);
   REQUIRE_FALSE(failed);
   CHECK(refused.fake->count("DELETE") == 0);
@@ -365,7 +363,7 @@ TEST_CASE("submit dra: a template that cannot be tied to its Job is a warning, t
   c.fake->on("POST", kTemplates, json_answer(201, built.claim_template.dump()));
   c.fake->on("POST", kJobs, json_answer(201, built.job.dump()));
   c.fake->on("PATCH", kTemplates + "/train-gpus",
-             json_answer(403, status(403, "Forbidden", "patch is forbidden").dump()));
+             json_answer(403, status_body(403, "Forbidden", "patch is forbidden").dump()));
   auto sent = ops::send_submission(*c.client, built, false);
   REQUIRE(sent);
   REQUIRE(sent->warnings.size() == 1);

@@ -9,18 +9,24 @@
 #include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/ops/submit/submit_preflight.hpp"
+#include "submit_send_internal.hpp"
 
 namespace gpuctl::ops {
 
 using json = nlohmann::json;
 
+kube::WriteOptions strict_write(bool dry_run) {
+  kube::WriteOptions write;
+  write.dry_run = dry_run;
+  write.field_validation = "Strict";
+  write.field_manager = "gpuctl";
+  return write;
+}
+
 Result<json> send_job(kube::Client& client, const json& job, bool server_dry_run) {
   const std::string ns = kube::namespace_of(job);
   const std::string name = kube::name_of(job);
-  kube::WriteOptions write;
-  write.dry_run = server_dry_run;
-  write.field_validation = "Strict";
-  write.field_manager = "gpuctl";
+  const kube::WriteOptions write = strict_write(server_dry_run);
   auto created = client.create(kube::paths::jobs(ns), job, write);
   if (!created) {
     Error e = created.error();
@@ -57,14 +63,6 @@ std::string template_path(std::string_view ns, std::string_view name = {}) {
   return kube::paths::resource(kResourceApiVersion, "resourceclaimtemplates", true, ns, name);
 }
 
-kube::WriteOptions strict_write(bool dry_run) {
-  kube::WriteOptions write;
-  write.dry_run = dry_run;
-  write.field_validation = "Strict";
-  write.field_manager = "gpuctl";
-  return write;
-}
-
 // Deletes only the object we made, never one made since under its name.
 json uid_precondition(const json& object) {
   return {{"preconditions", {{"uid", kube::string_field(kube::field(object, "metadata"), "uid")}}}};
@@ -87,20 +85,27 @@ Result<json> create_claim_template(kube::Client& client, const json& claim_templ
   return fail(std::move(e));
 }
 
-// The Job was refused: the template made for it goes too (only that one, by uid).
-Error take_back(kube::Client& client, const json& created, Error job_error) {
+// `created` goes again (only that object, by uid: never one made since under its name), because
+// what it was made with was refused; the error says whether it went, or how to delete it.
+Error delete_again(kube::Client& client, std::string_view kind, const std::string& path, json options,
+                   const json& created, std::string_view made, Error error) {
   const std::string ns = kube::namespace_of(created);
   const std::string name = kube::name_of(created);
-  auto removed = client.remove(template_path(ns, name), uid_precondition(created));
+  auto removed = client.remove(path, options);
   if (removed || removed.error().is_not_found()) {
-    job_error.message += fmt::format(" (resourceclaimtemplate {}/{}, created for it, was deleted again)", ns, name);
+    error.message += fmt::format(" ({} {}/{}, {}, was deleted again)", kind, ns, name, made);
   } else {
-    job_error.message += fmt::format(
-        "; resourceclaimtemplate {}/{}, created for it, could not be deleted ({}): kubectl delete "
-        "resourceclaimtemplate {} -n {}",
-        ns, name, removed.error().message, name, ns);
+    error.message += fmt::format("; {} {}/{}, {}, could not be deleted ({}): kubectl delete {} {} -n {}", kind, ns,
+                                 name, made, removed.error().message, kind, name, ns);
   }
-  return job_error;
+  return error;
+}
+
+// The Job was refused: the template made for it goes too.
+Error take_back(kube::Client& client, const json& created, Error job_error) {
+  return delete_again(client, "resourceclaimtemplate",
+                      template_path(kube::namespace_of(created), kube::name_of(created)), uid_precondition(created),
+                      created, "created for it", std::move(job_error));
 }
 
 // The Job owns the template from now on: deleting the Job deletes it. Not the controller, and no
@@ -151,20 +156,10 @@ Result<json> create_service(kube::Client& client, json service, const json& job,
 // The Service was refused, so the pods could never meet: the Job goes (its pods and, through
 // its ownerReference, its claim template with it).
 Error take_back_job(kube::Client& client, const json& job, Error service_error) {
-  const std::string ns = kube::namespace_of(job);
-  const std::string name = kube::name_of(job);
   json options = uid_precondition(job);
   options["propagationPolicy"] = "Background";
-  auto removed = client.remove(kube::paths::job(ns, name), options);
-  if (removed || removed.error().is_not_found()) {
-    service_error.message += fmt::format(" (job {}/{}, created just before, was deleted again)", ns, name);
-  } else {
-    service_error.message += fmt::format(
-        "; job {}/{}, created just before, could not be deleted ({}): kubectl delete "
-        "job {} -n {}",
-        ns, name, removed.error().message, name, ns);
-  }
-  return service_error;
+  return delete_again(client, "job", kube::paths::job(kube::namespace_of(job), kube::name_of(job)), options, job,
+                      "created just before", std::move(service_error));
 }
 
 Result<void> send_service(kube::Client& client, const BuiltJob& built, bool server_dry_run, SentSubmission& sent) {

@@ -13,6 +13,7 @@
 #include "gpuctl/ops/admission/admission_denial.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/ops/submit/submit_workloads.hpp"
+#include "submit_send_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -25,14 +26,6 @@ std::string lower_kind(const WorkloadKind& kind) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-kube::WriteOptions strict_write(bool dry_run) {
-  kube::WriteOptions write;
-  write.dry_run = dry_run;
-  write.field_validation = "Strict";
-  write.field_manager = "gpuctl";
-  return write;
 }
 
 // One read for every group: the pre-flight reads look at the template's volumes, so the first
