@@ -31,44 +31,17 @@ const DraDeviceClass* find_class(const DraInventory& inventory, const std::strin
   return nullptr;
 }
 
-// A claim the pod uses: its name, and how the pod names it.
-struct PodClaim {
-  std::string name;  // "" when the claim from a template has not been made yet
-  std::string how;   // "spec.resourceClaims[gpus]", "from template gpu-template", "extended resource"
-};
-
-void add_claim(std::vector<PodClaim>& out, std::string name, std::string how) {
-  bool known = !name.empty() && std::any_of(out.begin(), out.end(), [&](const PodClaim& c) { return c.name == name; });
-  if (!known) out.push_back({std::move(name), std::move(how)});
-}
-
-// The claims a pod waits for: those it names, those made for it from its templates (found in
-// status.resourceClaimStatuses), the one the scheduler makes for an extended resource, and any
-// claim the pod owns.
-std::vector<PodClaim> claims_of(const json& pod, const DraInventory& inventory) {
-  std::vector<PodClaim> out;
-  const json& status = field(pod, "status");
-  for (const auto& entry : kube::array_field(field(pod, "spec"), "resourceClaims")) {
-    std::string entry_name = string_field(entry, "name");
-    if (std::string claim = string_field(entry, "resourceClaimName"); !claim.empty()) {
-      add_claim(out, claim, fmt::format("spec.resourceClaims[{}]", entry_name));
-      continue;
-    }
-    std::string made;
-    for (const auto& s : kube::array_field(status, "resourceClaimStatuses")) {
-      if (string_field(s, "name") == entry_name) made = string_field(s, "resourceClaimName");
-    }
-    add_claim(out, made, fmt::format("from template {}", string_field(entry, "resourceClaimTemplateName")));
-  }
-  if (std::string ext = string_field(field(status, "extendedResourceClaimStatus"), "resourceClaimName"); !ext.empty())
-    add_claim(out, ext, "made for its extended resource request");
+// The claims a pod waits for: those the pod itself names (ops::pod_claim_refs) and any claim it owns.
+std::vector<PodClaimRef> claims_of(const json& pod, const DraInventory& inventory) {
+  std::vector<PodClaimRef> out = pod_claim_refs(pod);
   const std::string ns = kube::namespace_of(pod), name = kube::name_of(pod);
   for (const auto& c : inventory.claims) {
-    if (c.namespace_name == ns && c.owner_pod == name) add_claim(out, c.name, "owned by the pod");
+    bool known = std::any_of(out.begin(), out.end(), [&](const PodClaimRef& r) { return r.name == c.name; });
+    if (c.namespace_name == ns && c.owner_pod == name && !known) out.push_back({c.name, "owned by the pod"});
   }
   // Template entries already matched by an owned claim need no "not made yet".
-  std::erase_if(out, [&](const PodClaim& c) {
-    return c.name.empty() && std::any_of(out.begin(), out.end(), [](const PodClaim& o) { return !o.name.empty(); });
+  std::erase_if(out, [&](const PodClaimRef& c) {
+    return c.name.empty() && std::any_of(out.begin(), out.end(), [](const PodClaimRef& o) { return !o.name.empty(); });
   });
   return out;
 }
@@ -170,7 +143,7 @@ std::string pending_for(const Snapshot& snapshot, const json& pod) {
   return " for " + util::human_duration(std::chrono::duration_cast<std::chrono::seconds>(snapshot.now - *created));
 }
 
-Finding claim_finding(const Snapshot& snapshot, const DraInventory& inventory, const json& pod, const PodClaim& ref,
+Finding claim_finding(const Snapshot& snapshot, const DraInventory& inventory, const json& pod, const PodClaimRef& ref,
                       const DraClaim* claim, const std::optional<Evidence>& reason) {
   const std::string ns = kube::namespace_of(pod);
   std::string what;

@@ -13,6 +13,7 @@
 #include "gpuctl/kube/scheduling.hpp"
 #include "gpuctl/ops/admission/admission_denial.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
+#include "gpuctl/ops/common/placement_blockers.hpp"
 #include "gpuctl/ops/dra/dra_extended.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -106,53 +107,35 @@ std::string near_miss(const json& spec, const kube::Taint& taint) {
   return "";
 }
 
-// The label values the nodes that could hold the pod have, for the keys its nodeSelector names.
+// The label values the nodes that could hold the pod have, for the keys of its placement none
+// of them satisfies.
 std::string closest_labels(const json& spec, const std::vector<const json*>& candidates) {
   std::vector<std::string> parts;
-  const json& selector = field(spec, "nodeSelector");
-  if (!selector.is_object()) return "";
-  for (const auto& [key, wanted] : selector.items()) {
-    bool someone_has_it = std::any_of(candidates.begin(), candidates.end(), [&](const json* node) {
-      return wanted.is_string() && kube::label_of(*node, key) == wanted.get<std::string>();
-    });
-    if (someone_has_it) continue;  // not the label that excludes them
-    std::vector<std::string> values;
-    for (const json* node : candidates) {
-      std::string v = kube::label_of(*node, key).value_or("(none)");
-      if (std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
-    }
-    std::sort(values.begin(), values.end());
-    parts.push_back(fmt::format("{}={}", key, first_few(values, 4)));
+  for (auto& label : unmatched_labels(spec, candidates)) {
+    if (label.nodes_without > 0) label.values.push_back("(none)");
+    std::sort(label.values.begin(), label.values.end());
+    parts.push_back(fmt::format("{}={}", label.key, first_few(label.values, 4)));
   }
   return parts.empty() ? "" : fmt::format("; those nodes have {}", fmt::join(parts, ", "));
 }
 
 std::optional<Cause> no_node_may_take(const json& spec, const std::string& resource, std::int64_t n,
                                       const std::vector<const json*>& candidates) {
-  std::size_t placement = 0, cordoned = 0;
-  std::map<std::string, std::pair<std::size_t, kube::Taint>> taints;
-  for (const json* node : candidates) {
-    auto why = kube::placement_exclusion(spec, *node);
-    if (!why) return std::nullopt;
-    if (why->kind == kube::NodeExclusion::Kind::placement) ++placement;
-    if (why->kind == kube::NodeExclusion::Kind::cordoned) ++cordoned;
-    if (why->kind == kube::NodeExclusion::Kind::taint) {
-      auto& slot = taints[kube::to_string(*why->taint)];
-      ++slot.first;
-      slot.second = *why->taint;
-    }
-  }
+  const PlacementBlockers blockers = placement_blockers(spec, candidates);
+  if (!blockers.admitting.empty()) return std::nullopt;
   std::vector<std::string> parts;
   std::string extra;
-  if (placement > 0) {
-    parts.push_back(fmt::format("{} do not match its placement ({})", placement, kube::describe_placement(spec)));
+  if (!blockers.unmatched.empty()) {
+    parts.push_back(
+        fmt::format("{} do not match its placement ({})", blockers.unmatched.size(), kube::describe_placement(spec)));
     extra += closest_labels(spec, candidates);
   }
-  for (const auto& [name, slot] : taints) {
-    parts.push_back(fmt::format("{} have taint {}, which it does not tolerate", slot.first, name));
-    extra += near_miss(spec, slot.second);
+  for (const auto& tainted : blockers.taints) {
+    parts.push_back(fmt::format("{} have taint {}, which it does not tolerate", tainted.nodes.size(),
+                                kube::to_string(tainted.taint)));
+    extra += near_miss(spec, tainted.taint);
   }
-  if (cordoned > 0) parts.push_back(fmt::format("{} are cordoned", cordoned));
+  if (!blockers.cordoned.empty()) parts.push_back(fmt::format("{} are cordoned", blockers.cordoned.size()));
   return Cause{Severity::error,
                fmt::format("of the {} node(s) with {} {} allocatable, {}{}", candidates.size(), n, resource,
                            fmt::join(parts, ", "), extra),

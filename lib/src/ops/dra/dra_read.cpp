@@ -2,6 +2,8 @@
 // them, claims with their allocation, device classes and taint rules. Wrong types read as absent
 // (kube::field and friends never throw), so a hostile object is a device without a product, not
 // a crash.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "dra_internal.hpp"
@@ -176,6 +178,36 @@ DraTaintRule read_taint_rule(const json& rule) {
   if (r.taint.time_added.empty())
     r.taint.time_added = kube::string_field(kube::field(rule, "metadata"), "creationTimestamp");
   return r;
+}
+
+namespace {
+
+void add_claim(std::vector<PodClaimRef>& out, std::string name, std::string how) {
+  bool known =
+      !name.empty() && std::any_of(out.begin(), out.end(), [&](const PodClaimRef& c) { return c.name == name; });
+  if (!known) out.push_back({std::move(name), std::move(how)});
+}
+
+}  // namespace
+
+std::vector<PodClaimRef> pod_claim_refs(const json& pod) {
+  std::vector<PodClaimRef> out;
+  const json& status = kube::field(pod, "status");
+  for (const auto& entry : kube::array_field(kube::field(pod, "spec"), "resourceClaims")) {
+    std::string entry_name = kube::string_field(entry, "name");
+    if (std::string claim = kube::string_field(entry, "resourceClaimName"); !claim.empty()) {
+      add_claim(out, claim, fmt::format("spec.resourceClaims[{}]", entry_name));
+      continue;
+    }
+    std::string made;
+    for (const auto& s : kube::array_field(status, "resourceClaimStatuses")) {
+      if (kube::string_field(s, "name") == entry_name) made = kube::string_field(s, "resourceClaimName");
+    }
+    add_claim(out, made, fmt::format("from template {}", kube::string_field(entry, "resourceClaimTemplateName")));
+  }
+  std::string ext = kube::string_field(kube::field(status, "extendedResourceClaimStatus"), "resourceClaimName");
+  if (!ext.empty()) add_claim(out, ext, "made for its extended resource request");
+  return out;
 }
 
 }  // namespace gpuctl::ops

@@ -148,6 +148,18 @@ bool job_requests_gpu(const json& job) {
   return false;
 }
 
+bool pods_unschedulable(const std::vector<json>& pods) {
+  for (const auto& pod : pods) {
+    if (pod_terminating(pod) || !str(pod, "/spec/nodeName"_json_pointer).empty()) continue;
+    const json* scheduled = condition(pod, "PodScheduled");
+    if (scheduled != nullptr && kube::string_field(*scheduled, "status") == "False" &&
+        kube::string_field(*scheduled, "reason") == "Unschedulable") {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string job_pod_selector(const json& job) {
   std::vector<std::string> parts;
   if (job.contains("/spec/selector/matchLabels"_json_pointer)) {
@@ -163,7 +175,7 @@ std::string job_pod_selector(const json& job) {
 }
 
 JobSummary summarize_job(const json& job, const std::vector<json>& pods, const std::vector<json>& events,
-                         util::TimePoint now) {
+                         util::TimePoint now, const std::vector<json>* nodes) {
   JobSummary s;
   s.namespace_name = kube::namespace_of(job);
   s.name = kube::name_of(job);
@@ -201,7 +213,9 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
     return s;
   }
   s.phase = JobPhase::pending;
-  s.reason = pending_reason(job, pods, events, s);
+  PendingVerdict pending = pending_reason(job, pods, events, s, nodes);
+  s.reason = std::move(pending.reason);
+  s.pending = std::move(pending.detail);
   return s;
 }
 
@@ -240,6 +254,7 @@ json to_json(const JobSummary& s) {
       {"durationSeconds", s.duration_seconds ? json(*s.duration_seconds) : json(nullptr)},
       {"reason", or_null(s.reason)},
       {"failure", failure},
+      {"pending", s.pending ? pending_json(*s.pending) : json(nullptr)},
   };
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the job_status*.cpp files; not part of the library's interface.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -7,6 +8,10 @@
 #include <nlohmann/json.hpp>
 
 #include "gpuctl/ops/jobs/job_status.hpp"
+
+namespace gpuctl::kube {
+class Client;
+}
 
 namespace gpuctl::ops::job_status_detail {
 
@@ -37,9 +42,34 @@ std::vector<std::string> failed_attempt_nodes(const std::vector<nlohmann::json>&
 std::string failure_reason(const JobFailure& failure);
 
 // job_status_pending.cpp: why a Job that is neither failed, succeeded, suspended nor running has
-// no running pod; never "". `summary` gives the name, namespace, succeeded count and start time
-// summarize_job has already read.
-std::string pending_reason(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
-                           const std::vector<nlohmann::json>& events, const JobSummary& summary);
+// no running pod (`reason`, never ""), and, for a pod the scheduler cannot place, what stands in
+// its way (`detail`, judged against `nodes` when given). `summary` gives the name, namespace,
+// succeeded count and start time summarize_job has already read.
+struct PendingVerdict {
+  std::string reason;
+  std::optional<PendingDetail> detail;
+};
+PendingVerdict pending_reason(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
+                              const std::vector<nlohmann::json>& events, const JobSummary& summary,
+                              const std::vector<nlohmann::json>* nodes);
+
+// What an entry of the scheduler's verdict is about, for putting the detail that explains it beside it.
+enum class VerdictTopic { other, taint, selector, resource_claim, volume_claim };
+VerdictTopic verdict_topic(std::string_view reason);  // job_status_scheduling.cpp
+
+// job_status_blockers.cpp: what stands in the way of `pod`, unschedulable with the scheduler's
+// `message`: taints and selector judged against `nodes` (when given), its claims when the
+// scheduler's words are about claims.
+PendingDetail pending_detail(const nlohmann::json& pod, std::string message, const std::vector<nlohmann::json>* nodes);
+// The detail about one topic in plain words, "" when it names nothing about it. `taint` (as the
+// scheduler names one: "key" or "key=value"), when not "", keeps only the taints it names.
+std::string detail_words(const PendingDetail& detail, VerdictTopic topic, std::string_view taint = {});
+// The JSON of JobSummary::pending (to_json's "pending").
+nlohmann::json pending_json(const PendingDetail& detail);
+
+// job_status_wait.cpp: the cluster's nodes, as much of each as the detail reads (labels, taints,
+// cordon, allocatable), for summarize_job's `nodes`; nullopt when they cannot be read (a user who
+// may read jobs but not nodes still gets the scheduler's verdict, only without the detail).
+std::optional<std::vector<nlohmann::json>> read_nodes_for_detail(kube::Client& client);
 
 }  // namespace gpuctl::ops::job_status_detail

@@ -88,24 +88,44 @@ std::vector<const json*> pending_pods(const std::vector<json>& pods) {
   return pending;
 }
 
-std::string scheduling_words(std::string_view message) {
-  if (auto verdict = parse_scheduling_message(message)) return explain_scheduling(*verdict);
-  return std::string(message);
+// The scheduler's verdict in plain words, with what `detail` names beside the entries it explains.
+std::string scheduling_words(std::string_view message, const PendingDetail& detail) {
+  if (auto verdict = parse_scheduling_message(message)) return explain_scheduling(*verdict, detail);
+  std::string text(message);
+  for (VerdictTopic topic :
+       {VerdictTopic::taint, VerdictTopic::selector, VerdictTopic::resource_claim, VerdictTopic::volume_claim}) {
+    if (std::string words = detail_words(detail, topic); !words.empty()) text += "; " + words;
+  }
+  return text;
+}
+
+// Why the scheduler leaves the pods unplaced, in words, with what stands in the way of the pod it
+// judged; "" when no pod carries its verdict.
+struct Unscheduled {
+  std::string reason;
+  std::optional<PendingDetail> detail;
+};
+
+Unscheduled not_scheduled(const json& pod, std::string message, const std::vector<json>* nodes) {
+  PendingDetail detail = pending_detail(pod, std::move(message), nodes);
+  std::string words = "not scheduled: " + scheduling_words(detail.scheduler_message, detail);
+  return {std::move(words), std::move(detail)};
 }
 
 // What a pending pod's PodScheduled=False condition says: scheduling gates, or the scheduler's
-// verdict; "" when no pod's condition carries either.
-std::string unscheduled_reason(const std::vector<const json*>& pending) {
+// verdict; nothing when no pod's condition carries either.
+Unscheduled unscheduled_reason(const std::vector<const json*>& pending, const std::vector<json>* nodes) {
   for (const json* pod : pending) {
     const json* scheduled = condition(*pod, "PodScheduled");
     if (scheduled == nullptr || kube::string_field(*scheduled, "status") != "False") continue;
     std::string message = kube::string_field(*scheduled, "message");
     std::string reason = kube::string_field(*scheduled, "reason");
     if (reason == "SchedulingGated") {
-      return message.empty() ? "scheduling gates hold its pods (spec.schedulingGates)"
-                             : "scheduling gates hold its pods: " + message;
+      return {message.empty() ? "scheduling gates hold its pods (spec.schedulingGates)"
+                              : "scheduling gates hold its pods: " + message,
+              std::nullopt};
     }
-    if (!message.empty()) return "not scheduled: " + scheduling_words(message);
+    if (!message.empty()) return not_scheduled(*pod, std::move(message), nodes);
   }
   return {};
 }
@@ -131,14 +151,18 @@ std::string starting_reason(const std::vector<const json*>& pending) {
 }
 
 // Why the pods are not running yet, from the pods themselves; "" when nothing is known.
-std::string pod_pending_reason(const std::vector<const json*>& pending, const std::vector<json>& pod_events) {
-  if (std::string why = unscheduled_reason(pending); !why.empty()) return why;
-  // The scheduler's events, when the condition carries no message.
+Unscheduled pod_pending_reason(const std::vector<const json*>& pending, const std::vector<json>& pod_events,
+                               const std::vector<json>* nodes) {
+  if (Unscheduled why = unscheduled_reason(pending, nodes); !why.reason.empty()) return why;
+  // The scheduler's events, when the condition carries no message: about the pod they name.
   if (const json* latest = latest_event(pod_events, "FailedScheduling")) {
-    return "not scheduled: " + scheduling_words(event_message(*latest));
+    std::string name = kube::string_field(event_subject(*latest), "name");
+    auto pod = std::find_if(pending.begin(), pending.end(), [&](const json* p) { return kube::name_of(*p) == name; });
+    if (pod != pending.end()) return not_scheduled(**pod, event_message(*latest), nodes);
+    return {"not scheduled: " + scheduling_words(event_message(*latest), PendingDetail{}), std::nullopt};
   }
-  if (std::string why = starting_reason(pending); !why.empty()) return why;
-  if (!pending.empty()) return "waiting for the scheduler";
+  if (std::string why = starting_reason(pending); !why.empty()) return {why, std::nullopt};
+  if (!pending.empty()) return {"waiting for the scheduler", std::nullopt};
   return {};
 }
 
@@ -163,11 +187,13 @@ std::string creation_refusal(const std::vector<json>& job_events, const std::vec
 
 }  // namespace
 
-std::string pending_reason(const json& job, const std::vector<json>& pods, const std::vector<json>& events,
-                           const JobSummary& summary) {
+PendingVerdict pending_reason(const json& job, const std::vector<json>& pods, const std::vector<json>& events,
+                              const JobSummary& summary, const std::vector<json>* nodes) {
   const std::vector<const json*> pending = pending_pods(pods);
   const JobEvents about = events_about(job, pods, events, summary);
-  std::string reason = pod_pending_reason(pending, about.pods);
+  Unscheduled why = pod_pending_reason(pending, about.pods, nodes);
+  PendingVerdict verdict{std::move(why.reason), std::move(why.detail)};
+  std::string& reason = verdict.reason;
   if (reason.empty() || pending.empty()) {
     if (std::string refusal = creation_refusal(about.job, pods); !refusal.empty()) reason = std::move(refusal);
   }
@@ -178,7 +204,7 @@ std::string pending_reason(const json& job, const std::vector<json>& pods, const
   if (reason.empty()) {
     reason = summary.started_at.empty() ? "the Job controller has not started it yet" : "no pods created yet";
   }
-  return reason;
+  return verdict;
 }
 
 }  // namespace gpuctl::ops::job_status_detail

@@ -1,12 +1,15 @@
 // The scheduler's FailedScheduling verdict read back into counts, and said in plain words.
 #include <cctype>
 #include <charconv>
+#include <functional>
+#include <set>
 
 #include <fmt/format.h>
 
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/util/scan.hpp"
 #include "gpuctl/util/strings.hpp"
+#include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
 namespace {
@@ -177,17 +180,26 @@ std::optional<SchedulingVerdict> parse_scheduling_message(std::string_view messa
   return std::nullopt;
 }
 
-std::string explain_scheduling(const SchedulingVerdict& verdict) {
+namespace {
+
+// The verdict in plain words; `beside` gives what to put in parentheses after an entry ("" for nothing).
+std::string explain(const SchedulingVerdict& verdict,
+                    const std::function<std::string(const SchedulingReason&)>& beside) {
   std::vector<std::string> parts;
   for (const auto& r : verdict.reasons) {
     auto phrase = verb_phrase(r.reason, r.nodes == 1);
+    std::string part;
     if (r.nodes == 0) {
-      parts.push_back(phrase ? *phrase : r.reason);
+      part = phrase ? *phrase : r.reason;
     } else if (phrase) {
-      parts.push_back(fmt::format("{} {}", r.nodes, *phrase));
+      part = fmt::format("{} {}", r.nodes, *phrase);
     } else {
-      parts.push_back(fmt::format("{} {}: {}", r.nodes, r.nodes == 1 ? "node" : "nodes", r.reason));
+      part = fmt::format("{} {}: {}", r.nodes, r.nodes == 1 ? "node" : "nodes", r.reason);
     }
+    if (beside) {
+      if (std::string more = beside(r); !more.empty()) part += " (" + more + ")";
+    }
+    parts.push_back(std::move(part));
   }
   std::string head;
   if (verdict.available == 0) {
@@ -200,6 +212,54 @@ std::string explain_scheduling(const SchedulingVerdict& verdict) {
   std::string text = parts.empty() ? head : fmt::format("{}: {}", head, fmt::join(parts, ", "));
   // "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, ..."
   if (verdict.preemption.starts_with("0/")) text += "; preempting lower-priority pods would not help";
+  return text;
+}
+
+}  // namespace
+
+namespace job_status_detail {
+
+VerdictTopic verdict_topic(std::string_view reason) {
+  if (contains(reason, "untolerated taint") || contains(reason, "that the pod didn't tolerate")) {
+    return VerdictTopic::taint;
+  }
+  if (contains(reason, "node affinity/selector") || contains(reason, "didn't match node selector") ||
+      reason == "MatchNodeSelector" || contains(reason, "didn't match Pod's node affinity")) {
+    return VerdictTopic::selector;
+  }
+  // "pod has unbound immediate PersistentVolumeClaims", "persistentvolumeclaim \"data\" not found",
+  // "didn't find available persistent volumes to bind"; then DRA's "cannot allocate all claims",
+  // "resourceclaim not found".
+  std::string lower;
+  for (char c : reason) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  if (contains(lower, "persistentvolumeclaim") || contains(lower, "persistent volumes")) {
+    return VerdictTopic::volume_claim;
+  }
+  if (contains(lower, "claim")) return VerdictTopic::resource_claim;
+  return VerdictTopic::other;
+}
+
+}  // namespace job_status_detail
+
+std::string explain_scheduling(const SchedulingVerdict& verdict) { return explain(verdict, nullptr); }
+
+std::string explain_scheduling(const SchedulingVerdict& verdict, const PendingDetail& detail) {
+  using namespace job_status_detail;
+  std::set<VerdictTopic> mentioned;
+  std::string text = explain(verdict, [&](const SchedulingReason& r) {
+    VerdictTopic topic = verdict_topic(r.reason);
+    // Said once, beside the first entry about it: the scheduler may name one taint per entry.
+    if (topic != VerdictTopic::taint && !mentioned.insert(topic).second) return std::string();
+    mentioned.insert(topic);
+    return detail_words(detail, topic, topic == VerdictTopic::taint ? taint_of(r.reason) : std::string());
+  });
+  // What no entry is about is said after them: when every node has a taint it does not tolerate,
+  // the scheduler never reaches the selector that would match none of them either.
+  for (VerdictTopic topic :
+       {VerdictTopic::taint, VerdictTopic::selector, VerdictTopic::resource_claim, VerdictTopic::volume_claim}) {
+    if (mentioned.contains(topic)) continue;
+    if (std::string words = detail_words(detail, topic); !words.empty()) text += "; " + words;
+  }
   return text;
 }
 

@@ -9,6 +9,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/kube/projection.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "job_status_internal.hpp"
 
@@ -19,8 +20,32 @@ using job_status_detail::condition;
 using job_status_detail::pod_phase;
 using job_status_detail::str;
 
-Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
-                                     util::TimePoint now) {
+namespace job_status_detail {
+
+std::optional<std::vector<json>> read_nodes_for_detail(kube::Client& client) {
+  kube::ListOptions list;
+  list.fields = kube::Projection(kube::node_shapes());
+  auto nodes = client.list(kube::paths::nodes(), list);
+  if (!nodes) return std::nullopt;
+  std::vector<std::string> malformed;
+  return kube::keep_well_formed(std::move(nodes->items), "node", kube::node_shape_problem, malformed);
+}
+
+}  // namespace job_status_detail
+
+namespace {
+
+// The node list a poll may reuse: read when a pod is unschedulable, again once it is this old, so
+// that waiting on a pending job does not list every node every second.
+constexpr std::chrono::seconds kNodeListReuse{30};
+
+struct NodeCache {
+  std::optional<std::vector<json>> nodes;
+  util::TimePoint read_at{};
+};
+
+Result<JobSummary> fetch_summary(kube::Client& client, std::string_view ns, std::string_view name, util::TimePoint now,
+                                 NodeCache& cache) {
   auto job = client.get(kube::paths::job(ns, name));
   if (!job) {
     Error e = job.error();
@@ -45,7 +70,21 @@ Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, 
     for (auto& e : more.items) events.items.push_back(std::move(e));
     ++asked;
   }
-  return summarize_job(*job, pods.items, events.items, now);
+  // The nodes only for a pod the scheduler turned away: they name what stands in its way.
+  if (pods_unschedulable(pods.items) && (!cache.nodes || now - cache.read_at >= kNodeListReuse)) {
+    cache.nodes = job_status_detail::read_nodes_for_detail(client);
+    cache.read_at = now;
+  }
+  const std::vector<json>* nodes = cache.nodes && pods_unschedulable(pods.items) ? &*cache.nodes : nullptr;
+  return summarize_job(*job, pods.items, events.items, now, nodes);
+}
+
+}  // namespace
+
+Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
+                                     util::TimePoint now) {
+  NodeCache fresh;
+  return fetch_summary(client, ns, name, now, fresh);
 }
 
 Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name,
@@ -61,8 +100,9 @@ Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::
   };
   const auto start = clock();
   std::optional<JobSummary> last;
+  NodeCache nodes;
   for (;;) {
-    auto summary = fetch_job_summary(client, ns, name, clock());
+    auto summary = fetch_summary(client, ns, name, clock(), nodes);
     if (!summary && util::cancelled()) return stopped(last);
     if (!summary) {
       Error e = summary.error();

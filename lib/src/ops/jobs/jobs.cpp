@@ -10,6 +10,7 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -67,7 +68,7 @@ const json* true_condition(const json& job, std::string_view type) {
 }  // namespace
 
 JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& pods, const std::vector<json>& events,
-                       bool include_non_gpu_jobs, util::TimePoint now) {
+                       bool include_non_gpu_jobs, util::TimePoint now, const std::vector<json>* nodes) {
   std::map<std::string, std::vector<json>> pods_by_uid;
   std::map<Key, std::vector<json>> pods_by_label;
   for (const auto& pod : pods) {
@@ -101,7 +102,7 @@ JobList build_job_list(const std::vector<json>& jobs, const std::vector<json>& p
         about.insert(about.end(), it->second.begin(), it->second.end());
       }
     }
-    list.jobs.push_back(summarize_job(job, *own, about, now));
+    list.jobs.push_back(summarize_job(job, *own, about, now, nodes));
   }
   std::sort(list.jobs.begin(), list.jobs.end(), by_namespace_and_name);
   return list;
@@ -150,7 +151,10 @@ Result<std::vector<json>> list_pods_of(kube::Client& client, const std::string& 
     malformed.clear();
   };
   kube::ListOptions pod_list;
-  pod_list.fields = kube::Projection(kube::pod_shapes());
+  // With what says why one waits: its node affinity and its claims (job_status_blockers.cpp).
+  pod_list.fields = kube::Projection(
+      kube::pod_shapes(),
+      {"spec.affinity", "spec.resourceClaims", "status.resourceClaimStatuses", "status.extendedResourceClaimStatus"});
   GPUCTL_TRY(client.list_pages(kube::paths::pods(ns), pod_list, sink));
   skipped.insert(skipped.end(), malformed.begin(), malformed.end());
   return kept;
@@ -191,7 +195,10 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   event_list.fields = kube::Projection(kube::event_shapes());
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
-  JobList list = build_job_list(jobs, pods, events.items, true, now);
+  // The nodes once for every job, and only when a pod waits unscheduled: they name what stands in its way.
+  std::optional<std::vector<json>> nodes;
+  if (pods_unschedulable(pods)) nodes = job_status_detail::read_nodes_for_detail(client);
+  JobList list = build_job_list(jobs, pods, events.items, true, now, nodes ? &*nodes : nullptr);
   list.skipped = std::move(skipped);
   list.not_found = std::move(not_found);
   return list;

@@ -159,6 +159,16 @@ DraClaim read_claim(const nlohmann::json& claim);
 DraDeviceClass read_device_class(const nlohmann::json& device_class);
 DraTaintRule read_taint_rule(const nlohmann::json& rule);
 
+// A ResourceClaim a pod uses, as the pod alone says it.
+struct PodClaimRef {
+  std::string name;  // "" when the claim from a template has not been made yet
+  std::string
+      how;  // "spec.resourceClaims[gpus]", "from template gpu-template", "made for its extended resource request"
+};
+// The claims the pod names, those made for it from its templates (status.resourceClaimStatuses)
+// and the one the scheduler made for its DRA-backed extended resource request, each once.
+std::vector<PodClaimRef> pod_claim_refs(const nlohmann::json& pod);
+
 // One node's counts of one kind of device: full GPUs of a product, or MIG devices of a profile.
 struct DraCount {
   DraDeviceType type = DraDeviceType::gpu;

@@ -15,6 +15,7 @@
 
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/common/gpu_failure_text.hpp"
+#include "gpuctl/ops/common/placement_blockers.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::kube {
@@ -53,6 +54,32 @@ std::optional<SchedulingVerdict> parse_scheduling_message(std::string_view messa
 // Reasons gpuctl does not know are kept as the scheduler wrote them.
 std::string explain_scheduling(const SchedulingVerdict& verdict);
 
+// What stands in the way of a pending pod the scheduler cannot place, named: judged against the
+// node list by the scheduler's own rules (ops/common/placement_blockers.hpp), not read from its text.
+struct UnboundClaim {
+  std::string kind;    // "ResourceClaim" or "PersistentVolumeClaim"
+  std::string name;    // "" when the claim a template makes has not been made yet
+  std::string source;  // how the pod names it: "spec.resourceClaims[gpus]", "from template gpus", "volume data"
+};
+struct UnmatchedSelector {
+  std::string selector;             // kube::describe_placement of the pod
+  std::vector<LabelValues> labels;  // its keys no node satisfies, with the values nodes have
+};
+struct PendingDetail {
+  std::string pod;                // the pod judged (the first unschedulable one by name)
+  std::string scheduler_message;  // the scheduler's words about it
+  // Taints it does not tolerate on nodes it could otherwise use (that offer its nvidia.com/*
+  // request, when some do), each with those nodes; empty when the nodes were not read.
+  std::vector<TaintedNodes> untolerated_taints;
+  std::optional<UnmatchedSelector> unmatched_selector;  // when its placement matches no node
+  // Its claims, when the scheduler's words are about claims (DRA's or volumes').
+  std::vector<UnboundClaim> unbound_claims;
+};
+
+// explain_scheduling with what `detail` names put beside the entries it explains: "2 have taints
+// it does not tolerate (gpu-maintenance=true:NoSchedule on gx-0, gx-1)".
+std::string explain_scheduling(const SchedulingVerdict& verdict, const PendingDetail& detail);
+
 struct JobFailure {
   std::string
       reason;  // the Job's Failed condition reason: BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy, ...
@@ -90,6 +117,7 @@ struct JobSummary {
   std::int64_t age_seconds = 0;
   std::optional<std::int64_t> duration_seconds;  // start to finish, or to now while running
   std::string reason;                            // plain words for pending, suspended and failed jobs, "" otherwise
+  std::optional<PendingDetail> pending;          // a pending job whose pod the scheduler cannot place
   std::optional<JobFailure> failure;
 };
 
@@ -102,8 +130,14 @@ bool job_requests_gpu(const nlohmann::json& job);
 // Pure: from the Job, its pods (label batch.kubernetes.io/job-name / controller-uid) and the
 // events about the job and its pods (other events are ignored, so a namespace's events may be
 // passed whole). `now` fixes ages and running durations.
+// `nodes`, when given, names what stands in the way of an unschedulable pod (JobSummary::pending).
 JobSummary summarize_job(const nlohmann::json& job, const std::vector<nlohmann::json>& pods,
-                         const std::vector<nlohmann::json>& events, util::TimePoint now);
+                         const std::vector<nlohmann::json>& events, util::TimePoint now,
+                         const std::vector<nlohmann::json>* nodes = nullptr);
+
+// True when some pod waits unscheduled with the scheduler's verdict (PodScheduled False,
+// Unschedulable): the node list then says why (summarize_job's `nodes`).
+bool pods_unschedulable(const std::vector<nlohmann::json>& pods);
 
 // The label selector of a Job's pods: spec.selector.matchLabels, else job-name=<name>.
 std::string job_pod_selector(const nlohmann::json& job);

@@ -36,11 +36,14 @@ struct JobList {
 
 // Pure: summaries of `jobs`, each with the pods it owns (ownerReferences uid, else the job-name
 // label) and the events about it. Jobs whose template requests no nvidia.com/* resource are left
-// out unless include_non_gpu_jobs.
+// out unless include_non_gpu_jobs. `nodes`, when given, name what stands in the way of each job
+// whose pod the scheduler cannot place (JobSummary::pending).
 JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vector<nlohmann::json>& pods,
-                       const std::vector<nlohmann::json>& events, bool include_non_gpu_jobs, util::TimePoint now);
+                       const std::vector<nlohmann::json>& events, bool include_non_gpu_jobs, util::TimePoint now,
+                       const std::vector<nlohmann::json>* nodes = nullptr);
 
-// Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list.
+// Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list;
+// the nodes too (once), when some pod waits unscheduled.
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now);
 
 // gpuctl's stable output schema: apiVersion gpuctl.io/v1alpha1, kind GPUJobList, items as
