@@ -10,6 +10,7 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/util/cancel.hpp"
+#include "job_failure_cause_internal.hpp"
 #include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
@@ -19,8 +20,11 @@ using job_status_detail::condition;
 using job_status_detail::pod_phase;
 using job_status_detail::str;
 
-Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
-                                     util::TimePoint now) {
+namespace {
+
+// fetch_job_summary with the log causes already read (wait_for_job polls the same failed pods).
+Result<JobSummary> fetch_job_summary_cached(kube::Client& client, std::string_view ns, std::string_view name,
+                                            util::TimePoint now, job_cause_detail::LogCauseCache* cache) {
   auto job = client.get(kube::paths::job(ns, name));
   if (!job) {
     Error e = job.error();
@@ -45,7 +49,18 @@ Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, 
     for (auto& e : more.items) events.items.push_back(std::move(e));
     ++asked;
   }
-  return summarize_job(*job, pods.items, events.items, now);
+  JobSummary summary = summarize_job(*job, pods.items, events.items, now);
+  job_cause_detail::LogCauseBudget budget;
+  budget.attempts = job_cause_detail::kAttemptLogReadsMax;
+  GPUCTL_TRY(job_cause_detail::add_log_causes(client, {&summary}, budget, cache));
+  return summary;
+}
+
+}  // namespace
+
+Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
+                                     util::TimePoint now) {
+  return fetch_job_summary_cached(client, ns, name, now, nullptr);
 }
 
 Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name,
@@ -61,8 +76,9 @@ Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::
   };
   const auto start = clock();
   std::optional<JobSummary> last;
+  job_cause_detail::LogCauseCache causes;  // each failed pod's log is read once
   for (;;) {
-    auto summary = fetch_job_summary(client, ns, name, clock());
+    auto summary = fetch_job_summary_cached(client, ns, name, clock(), &causes);
     if (!summary && util::cancelled()) return stopped(last);
     if (!summary) {
       Error e = summary.error();

@@ -10,6 +10,7 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "job_failure_cause_internal.hpp"
 
 namespace gpuctl::ops {
 
@@ -192,6 +193,14 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   GPUCTL_TRY_ASSIGN(kube::ListResult events, client.list(kube::paths::events(ns), event_list));
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
   JobList list = build_job_list(jobs, pods, events.items, true, now);
+  // What the failed GPU jobs' latest failed pods printed last, when their termination messages
+  // name no GPU cause: one log read per such job, the newest failures first, bounded.
+  std::vector<JobSummary*> summaries;
+  for (auto& j : list.jobs) summaries.push_back(&j);
+  job_cause_detail::LogCauseBudget budget;
+  budget.jobs = job_cause_detail::kListedJobLogReadsMax;
+  budget.parallel = job_cause_detail::kListedJobLogReadsParallel;
+  GPUCTL_TRY(job_cause_detail::add_log_causes(client, summaries, budget));
   list.skipped = std::move(skipped);
   list.not_found = std::move(not_found);
   return list;
