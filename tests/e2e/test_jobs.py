@@ -69,6 +69,9 @@ class JobsTest(h.TestCase):
         self.assertEqual(bad["failure"]["reason"], "BackoffLimitExceeded")
         self.assertEqual(bad["failure"]["container"], "main")
         self.assertIn("exited with code 3", bad["reason"])
+        # kwok serves no log for it: the cause stays unknown and nothing fails.
+        self.assertIsNone(bad["failure"]["gpuCause"])
+        self.assertIsNone(bad["failedAttempts"][0]["gpuCause"])
         self.assertIn(bad["nodes"][0], NODES)
 
         huge = items["huge"]
@@ -130,7 +133,8 @@ class JobsTest(h.TestCase):
         rc, out, err = h.gpuctl("jobs", "-n", ns, "-o", "wide")
         self.assertEqual(rc, 0, err)
         head, row = out.splitlines()[0].split(), out.splitlines()[1].split()
-        self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] for p in pods))
+        # Each attempt's node with the cause its own termination message names.
+        self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] + "(nvml-error)" for p in pods))
         # submit --wait ends with the same cause, and the container's exit code.
         r = h.gpuctl("submit", "nvml-wait", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-3090",
                      "--wait", "--timeout", "2m",
@@ -170,7 +174,7 @@ class JobsTest(h.TestCase):
         self.assertEqual([a["pod"] for a in item["failedAttempts"]], [p["metadata"]["name"] for p in pods])
         self.assertIsNone(item["failedAttempts"][0]["gpuCause"])
         self.assertEqual(item["failedAttempts"][1]["gpuCause"]["source"], "log")
-        # gpuctl jobs NAME (one job: its newest attempts' logs too), in the table and -o wide.
+        # gpuctl jobs NAME (jobs asked for by name: their newest attempts' logs too), table and -o wide.
         r = h.gpuctl("jobs", "oom", "-n", ns, "-o", "json")
         self.assertEqual(r.rc, 0, r.stderr)
         self.assertEqual([a["gpuCause"]["id"] for a in r.json["items"][0]["failedAttempts"]], ["cuda-oom", "cuda-oom"])

@@ -345,3 +345,29 @@ TEST_CASE("job cause: gpuctl jobs reads one log per failed GPU job, the latest f
   CHECK(id_of(train.failed_attempts[1].gpu_cause) == "nccl-timeout");
   CHECK_FALSE(list->jobs[1].failure->gpu_cause);  // eval: its log names no GPU cause
 }
+
+TEST_CASE("job cause: gpuctl jobs NAME reads the named job's newest failed attempts too", "[job-cause]") {
+  FakeClient fc;
+  auto& fake = *fc.fake;
+  fake.on("GET", "/apis/batch/v1/namespaces/ml/jobs", json_answer(200, list_body({failed_gpu_job()})),
+          "fieldSelector=metadata.name%3Dtrain");
+  fake.on("GET", "/api/v1/namespaces/ml/pods",
+          json_answer(200, list_body({failed_pod("train-a", "gpu-1", "2026-12-02T10:01:00Z"),
+                                      failed_pod("train-b", "gpu-2", "2026-12-02T10:10:00Z")})));
+  fake.on("GET", "/api/v1/namespaces/ml/events", json_answer(200, list_body({})));
+  fake.on("GET", "/api/v1/namespaces/ml/pods/train-a/log", text_answer("RuntimeError: CUDA error: out of memory\n"));
+  fake.on("GET", "/api/v1/namespaces/ml/pods/train-b/log",
+          text_answer("Failed to initialize NVML: Driver/library version mismatch\n"));
+  ops::JobListOptions options;
+  options.namespace_name = "ml";
+  options.names = {"train"};
+  auto list = ops::collect_jobs(*fc.client, options, *util::parse_rfc3339("2026-12-02T11:00:00Z"));
+  REQUIRE(list);
+  CHECK(fake.unexpected().empty());
+  REQUIRE(list->jobs.size() == 1);
+  const auto& attempts = list->jobs[0].failed_attempts;
+  REQUIRE(attempts.size() == 2);
+  CHECK(id_of(attempts[0].gpu_cause) == "cuda-oom");
+  CHECK(id_of(attempts[1].gpu_cause) == "driver-library-mismatch");
+  CHECK(list->jobs[0].failure->gpu_cause->id == "driver-library-mismatch");
+}

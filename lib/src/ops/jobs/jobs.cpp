@@ -194,11 +194,13 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   events.items = kube::keep_well_formed(std::move(events.items), "event", kube::event_shape_problem, skipped);
   JobList list = build_job_list(jobs, pods, events.items, true, now);
   // What the failed GPU jobs' latest failed pods printed last, when their termination messages
-  // name no GPU cause: one log read per such job, the newest failures first, bounded.
+  // name no GPU cause: one log read per such job, the newest failures first, bounded. Jobs asked
+  // for by name are few: each gets its newest attempts read too, as fetch_job_summary does.
   std::vector<JobSummary*> summaries;
   for (auto& j : list.jobs) summaries.push_back(&j);
   job_cause_detail::LogCauseBudget budget;
   budget.jobs = job_cause_detail::kListedJobLogReadsMax;
+  if (named) budget.attempts = job_cause_detail::kAttemptLogReadsMax;
   budget.parallel = job_cause_detail::kListedJobLogReadsParallel;
   GPUCTL_TRY(job_cause_detail::add_log_causes(client, summaries, budget));
   list.skipped = std::move(skipped);
