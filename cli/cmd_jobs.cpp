@@ -56,6 +56,20 @@ std::string nodes_text(const std::vector<std::string>& nodes, bool wide) {
 
 std::string seconds_text(std::int64_t s) { return util::human_duration(std::chrono::seconds(s)); }
 
+// FAILED-ON: each failed attempt's node, oldest first, with its GPU cause when one was found
+// ("gpu-3(cuda-oom),gpu-7").
+std::string failed_on_text(const ops::JobSummary& j) {
+  if (j.failed_nodes.empty()) return "-";
+  std::vector<std::string> parts;
+  for (std::size_t i = 0; i < j.failed_nodes.size(); ++i) {
+    const auto* attempt = i < j.failed_attempts.size() ? &j.failed_attempts[i] : nullptr;
+    bool caused = attempt != nullptr && attempt->gpu_cause;
+    parts.push_back(caused ? fmt::format("{}({})", j.failed_nodes[i], attempt->gpu_cause->cause.id)
+                           : j.failed_nodes[i]);
+  }
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
 std::string jobs_table(const ops::JobList& list, bool wide, bool with_namespace, bool headers, bool color) {
   std::vector<std::string> columns;
   if (with_namespace) columns.emplace_back("NAMESPACE");
@@ -79,7 +93,7 @@ std::string jobs_table(const ops::JobList& list, bool wide, bool with_namespace,
       row.emplace_back(std::to_string(j.active));
       row.emplace_back(std::to_string(j.succeeded));
       row.emplace_back(std::to_string(j.failed));
-      row.emplace_back(j.failed_nodes.empty() ? std::string("-") : fmt::format("{}", fmt::join(j.failed_nodes, ",")));
+      row.emplace_back(failed_on_text(j));
       row.emplace_back(j.failure && j.failure->exit_code ? std::to_string(*j.failure->exit_code) : "-");
     }
     row.emplace_back(j.reason.empty() ? "-" : j.reason);
@@ -210,11 +224,15 @@ void register_jobs(CLI::App& app, AppContext& ctx) {
 every Job). STATUS comes from the Job's conditions: Pending (no pod running yet), Running,
 Succeeded, Failed, Suspended. GPUS is what the job asks for at once (GPUs per pod x parallelism).
 REASON says in plain words why a job pends (the scheduler's verdict from its pods' PodScheduled
-condition, a quota that refused its pods, suspension) or why it failed (the Failed condition and
-the exit code of the failed container).)",
+condition, a quota that refused its pods, suspension) or why it failed (the Failed condition, the
+exit code of the failed container and the GPU cause its termination message or, failing that, the
+last lines of its log name: CUDA out of memory, NCCL errors, NVML errors, Xid). That costs one log
+read per failed GPU job; -o wide's FAILED-ON gives each failed attempt's node with its cause.)",
        {{"GPU jobs in the current namespace", "gpuctl jobs"},
         {"Two jobs by name, whatever they request, with why they pend or failed", "gpuctl jobs -n ml bert-large smoke"},
         {"Every namespace, with per-pod GPUs, pod counts and exit codes", "gpuctl jobs -A -o wide"},
+        {"Each failed attempt's node and GPU cause (where it was found and the line that named it)",
+         R"(gpuctl jobs -n ml train -o json | jq '.items[].failedAttempts[] | [.node, .gpuCause.id, .gpuCause.evidence]')"},
         {"The stable JSON schema (kind GPUJobList) for scripts",
          R"(gpuctl jobs -n team-a -o json | jq '.items[] | select(.status == "Failed") | .failure.exitCode')"},
         {"Delete finished jobs (and their pods) that finished more than a day ago",

@@ -236,6 +236,10 @@ class DiagnoseWorkloadsTest(h.TestCase):
                       "older than the container's CUDA runtime needs on node %s (" % cuda["failure"]["node"],
                       cuda["reason"])
         self.assertEqual(cuda["failure"]["gpuCause"]["id"], "driver-too-old")
+        # The NCCL job's cause is only in its log: gpuctl jobs reads it there, as diagnose does.
+        nccl = jobs["nccl"]["failure"]
+        self.assertEqual((nccl["gpuCause"]["id"], nccl["gpuCause"]["source"], nccl["gpuCause"]["evidence"]),
+                         ("nccl-system-error", "log", NCCL))
         # jobs-not-cleaned: `done` has no TTL; with the default 24h it is too young to count.
         self.assertEqual(summaries(self.diagnose("--check", "jobs-not-cleaned"), "jobs-not-cleaned"), [])
         time.sleep(2)

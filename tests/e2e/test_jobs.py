@@ -69,6 +69,9 @@ class JobsTest(h.TestCase):
         self.assertEqual(bad["failure"]["reason"], "BackoffLimitExceeded")
         self.assertEqual(bad["failure"]["container"], "main")
         self.assertIn("exited with code 3", bad["reason"])
+        # kwok serves no log for it: the cause stays unknown and nothing fails.
+        self.assertIsNone(bad["failure"]["gpuCause"])
+        self.assertIsNone(bad["failedAttempts"][0]["gpuCause"])
         self.assertIn(bad["nodes"][0], NODES)
 
         huge = items["huge"]
@@ -130,7 +133,8 @@ class JobsTest(h.TestCase):
         rc, out, err = h.gpuctl("jobs", "-n", ns, "-o", "wide")
         self.assertEqual(rc, 0, err)
         head, row = out.splitlines()[0].split(), out.splitlines()[1].split()
-        self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] for p in pods))
+        # Each attempt's node with the cause its own termination message names.
+        self.assertEqual(row[head.index("FAILED-ON")], ",".join(p["spec"]["nodeName"] + "(nvml-error)" for p in pods))
         # submit --wait ends with the same cause, and the container's exit code.
         r = h.gpuctl("submit", "nvml-wait", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-3090",
                      "--wait", "--timeout", "2m",
@@ -139,6 +143,66 @@ class JobsTest(h.TestCase):
         self.assertEqual(r.rc, 1, r.stdout + r.stderr)
         self.assertRegex(r.stdout, r"job %s/nvml-wait failed .*exited with code 1 \(Error\); GPU cause: NVML answered "
                                    r"Unknown Error: the GPU or its driver is in a bad state on node \S+ \(" % ns)
+
+    def test_a_gpu_cause_only_in_the_log_is_named_with_the_node(self):
+        # PyTorch's way (issue 20): exit 1, no termination message, the error on stderr followed
+        # by lines that name nothing (CUDA's advice; torchrun's elastic ERROR line).
+        ns = self.namespace("jobs-log-cause")
+        h.set_namespace_logs(ns, {None: h.fixture("k8s-errors/joblog__pytorch-cuda-error-out-of-memory.log")},
+                             stream="stderr")
+        h.create(h.gpu_job("oom", ns, gpus=1, backoff_limit=1, node_selector=FLEET,
+                           outcome_=h.outcome("fail", exit_code=1)))
+        item = h.wait_for(lambda: (lambda i: i if i and i["finished"] and i["failure"]["gpuCause"] else None)(
+            items_by_name(ns).get("oom")), 90, "the job to fail with its cause")
+        pods = sorted(h.kubectl("get", "pods", "-n", ns, "-o", "json")["items"],
+                      key=lambda p: p["metadata"]["creationTimestamp"])
+        self.assertEqual(len(pods), 2)
+        latest = pods[-1]
+        node = latest["spec"]["nodeName"]
+        failure = item["failure"]
+        self.assertEqual((failure["pod"], failure["node"], failure["exitCode"], failure["terminationMessage"]),
+                         (latest["metadata"]["name"], node, 1, None))
+        self.assertEqual(failure["gpuCause"]["id"], "cuda-oom")
+        self.assertEqual(failure["gpuCause"]["source"], "log")
+        self.assertEqual(failure["gpuCause"]["evidence"], "RuntimeError: CUDA error: out of memory")
+        self.assertTrue(item["reason"].endswith(
+            "exited with code 1 (Error); GPU cause: the job ran out of GPU memory on node %s (lower the batch size or "
+            "use a GPU with more memory); its log says: RuntimeError: CUDA error: out of memory" % node),
+            item["reason"])
+        # Each attempt with its node; a listing reads only the latest failed pod's log.
+        self.assertEqual(item["failedNodes"], [p["spec"]["nodeName"] for p in pods])
+        self.assertEqual([a["pod"] for a in item["failedAttempts"]], [p["metadata"]["name"] for p in pods])
+        self.assertIsNone(item["failedAttempts"][0]["gpuCause"])
+        self.assertEqual(item["failedAttempts"][1]["gpuCause"]["source"], "log")
+        # gpuctl jobs NAME (jobs asked for by name: their newest attempts' logs too), table and -o wide.
+        r = h.gpuctl("jobs", "oom", "-n", ns, "-o", "json")
+        self.assertEqual(r.rc, 0, r.stderr)
+        self.assertEqual([a["gpuCause"]["id"] for a in r.json["items"][0]["failedAttempts"]], ["cuda-oom", "cuda-oom"])
+        rc, out, err = h.gpuctl("jobs", "oom", "-n", ns)
+        self.assertEqual(rc, 0, err)
+        self.assertIn("GPU cause: the job ran out of GPU memory on node %s" % node, out)
+        rc, out, err = h.gpuctl("jobs", "oom", "-n", ns, "-o", "wide")
+        self.assertEqual(rc, 0, err)
+        head, row = out.splitlines()[0].split(), out.splitlines()[1].split()
+        self.assertEqual(row[head.index("FAILED-ON")],
+                         ",".join("%s(cuda-oom)" % p["spec"]["nodeName"] for p in pods))
+
+    def test_submit_wait_names_the_nccl_cause_its_log_ends_with(self):
+        ns = self.namespace("jobs-log-nccl")
+        h.set_namespace_logs(ns, {None: h.fixture("k8s-errors/joblog__torchrun-nccl-unhandled-system-error-no-route.log")},
+                             stream="stderr")
+        r = h.gpuctl("submit", "ddp", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-3090",
+                     "--wait", "--timeout", "2m",
+                     "--label", "%s=fail" % h.OUTCOME_LABEL, "--annotation", "%s=1" % h.EXIT_CODE_ANNOTATION,
+                     timeout=180)
+        self.assertEqual(r.rc, 1, r.stdout + r.stderr)
+        pod = h.kubectl("get", "pods", "-n", ns, "-o", "json")["items"][0]
+        self.assertIn("job %s/ddp failed" % ns, r.stdout)
+        self.assertIn("container main of pod %s exited with code 1 (Error); GPU cause: NCCL hit a system error "
+                      "(network or InfiniBand, shared memory, GPU peer access) on node %s (check the GPUs' "
+                      "NVLink/network and peers); its log says: torch.distributed.DistBackendError: NCCL error in: "
+                      "../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1333, unhandled system error"
+                      % (pod["metadata"]["name"], pod["spec"]["nodeName"]), r.stdout)
 
     def test_clean_removes_finished_jobs_and_their_pods(self):
         ns = self.namespace("jobs-clean")

@@ -9,6 +9,7 @@
 #include "gpuctl/ops/submit/submit.hpp"
 
 using namespace gpuctl;
+using gpuctl::testing::FakeAnswer;
 using gpuctl::testing::FakeClient;
 using gpuctl::testing::json_answer;
 using json = nlohmann::json;
@@ -63,24 +64,24 @@ TEST_CASE("avoid failed nodes: only causes that blame the node count", "[avoid]"
   }
 }
 
-TEST_CASE("avoid failed nodes: the failed pods' nodes, once each, oldest first", "[avoid]") {
+TEST_CASE("avoid failed nodes: the failed pods to examine, oldest first", "[avoid]") {
   std::vector<json> pods = {
       failed_pod("bert-c", "gpu-2", "2026-12-07T10:02:00Z", kNvml),
       failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml),
-      failed_pod("bert-b", "gpu-1", "2026-12-07T10:01:00Z", kNvml),                 // same node again
-      failed_pod("bert-d", "gpu-3", "2026-12-07T10:03:00Z", "CUDA out of memory"),  // the program's fault
-      failed_pod("bert-e", "gpu-4", "2026-12-07T10:04:00Z", kNvml, 1, true),        // evicted
-      failed_pod("bert-f", "gpu-5", "2026-12-07T10:05:00Z", "exit status 1"),       // nothing about the GPU
+      failed_pod("bert-b", "gpu-1", "2026-12-07T10:01:00Z", kNvml),
+      failed_pod("bert-e", "gpu-4", "2026-12-07T10:04:00Z", kNvml, 1, true),  // evicted: not the program's
+      failed_pod("bert-f", "", "2026-12-07T10:05:00Z", kNvml),                // never scheduled
   };
   pods.push_back(failed_pod("bert-g", "gpu-6", "2026-12-07T10:06:00Z", kNvml));
   pods.back()["status"]["phase"] = "Running";
-  auto found = ops::nodes_to_avoid(pods, {});
-  REQUIRE(found.size() == 2);
-  CHECK(found[0].node == "gpu-1");
-  CHECK(found[0].pod == "bert-a");
-  CHECK(found[0].cause_id == "nvml-error");
-  CHECK(found[1].node == "gpu-2");
-  CHECK(ops::nodes_to_avoid(pods, {"gpu-1", "gpu-2"}).empty());
+  auto names = [](const std::vector<const json*>& found) {
+    std::vector<std::string> out;
+    for (const json* p : found) out.push_back((*p)["metadata"]["name"]);
+    return out;
+  };
+  CHECK(names(ops::failed_pods_to_examine(pods, {}, {})) == std::vector<std::string>{"bert-a", "bert-b", "bert-c"});
+  CHECK(names(ops::failed_pods_to_examine(pods, {"gpu-1"}, {})) == std::vector<std::string>{"bert-c"});
+  CHECK(names(ops::failed_pods_to_examine(pods, {}, {"bert-a", "bert-c"})) == std::vector<std::string>{"bert-b"});
 }
 
 TEST_CASE("avoid failed nodes: the pods require nodes without the job's key", "[avoid]") {
@@ -177,4 +178,32 @@ TEST_CASE("avoid failed nodes: a node that may not be labelled is a warning", "[
   CHECK(notices[0].find("the next attempt may land there again; cordon it (gpuctl cordon gpu-1)") != std::string::npos);
   avoider.leave();
   CHECK(notices.back().find("gpuctl label gpu-1 " + ops::avoid_label_key("ml", "bert") + "-") != std::string::npos);
+}
+
+TEST_CASE("avoid failed nodes: a cause only the log names counts, a program's fault does not", "[avoid]") {
+  FakeClient c;
+  json pods = {{"kind", "PodList"},
+               {"metadata", json::object()},
+               {"items", json::array({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", ""),
+                                      failed_pod("bert-b", "gpu-2", "2026-12-07T10:01:00Z", "")})}};
+  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
+  const kube::Headers text = {{"content-type", "text/plain"}};
+  c.fake->on("GET", "/api/v1/namespaces/ml/pods/bert-a/log",
+             FakeAnswer{200, "step 12\nRuntimeError: Failed to initialize NVML: Unknown Error\n", text});
+  c.fake->on("GET", "/api/v1/namespaces/ml/pods/bert-b/log",
+             FakeAnswer{200, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", text});
+  c.fake->on("PATCH", "/api/v1/nodes/gpu-1", json_answer(200, R"({"metadata":{"name":"gpu-1"}})"));
+  std::vector<std::string> notices;
+  ops::FailedNodeAvoider avoider(*c.client, "ml", "bert", [&](const std::string& t) { notices.push_back(t); });
+  ops::JobSummary summary;
+  summary.failed = 2;
+  avoider.poll(summary);
+  CHECK(c.fake->unexpected().empty());
+  CHECK(avoider.avoided() == std::set<std::string>{"gpu-1"});  // CUDA OOM is the program's, gpu-2 stays usable
+  REQUIRE(notices.size() == 1);
+  CHECK(notices[0].starts_with("pod bert-a failed on node gpu-1: NVML answered Unknown Error"));
+  summary.failed = 3;  // a later poll reads neither log again
+  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
+  avoider.poll(summary);
+  CHECK(c.fake->count("GET") == 4);
 }

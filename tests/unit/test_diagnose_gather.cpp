@@ -254,3 +254,64 @@ TEST_CASE("diagnose::gather stops when DRA's discovery meets refused credentials
   REQUIRE_FALSE(snapshot);
   CHECK(snapshot.error().is_unauthorized());
 }
+
+TEST_CASE("diagnose::gather reads the latest failed pod's log tail of each failed GPU job, as gpuctl jobs does",
+          "[diagnose][jobs]") {
+  using gpuctl::testing::dx::owned;
+  using gpuctl::testing::dx::pod;
+  const std::string failed_at = gpuctl::util::format_rfc3339(std::chrono::system_clock::now());
+  json job = {{"metadata", {{"name", "train"}, {"namespace", "ml"}}},
+              {"spec",
+               {{"template",
+                 {{"spec",
+                   {{"containers",
+                     json::array({{{"name", "main"}, {"resources", {{"limits", {{"nvidia.com/gpu", "1"}}}}}}})}}}}}}},
+              {"status",
+               {{"conditions", json::array({{{"type", "Failed"},
+                                             {"status", "True"},
+                                             {"reason", "BackoffLimitExceeded"},
+                                             {"lastTransitionTime", failed_at}}})}}}};
+  auto failed_pod = [](const std::string& name, const std::string& finished, const std::string& message) {
+    json p = owned(pod("ml", name, "gpu-1", 1, "Failed"), "Job", "train");
+    json t = {{"exitCode", 1}, {"reason", "Error"}, {"finishedAt", finished}};
+    if (!message.empty()) t["message"] = message;
+    p["status"]["containerStatuses"] = json::array({{{"name", "main"}, {"state", {{"terminated", t}}}}});
+    return p;
+  };
+  // The older attempt's termination message names a cause; the latest one's does not.
+  json older = failed_pod("train-a", "2026-12-06T11:00:00Z", "Failed to initialize NVML: Unknown Error");
+  json latest = failed_pod("train-b", "2026-12-06T11:10:00Z", "");
+  gpuctl::testing::FakeClient fc;
+  fc.fake->on("GET", "/apis/batch/v1/jobs", json_answer(200, list_of({job})));
+  fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of({older, latest})));
+  fc.fake->on(
+      "GET", "/api/v1/namespaces/ml/pods/train-b/log",
+      FakeAnswer{200,
+                 "2026-12-06T11:09:59.1Z step 40\n"
+                 "2026-12-06T11:09:59.2Z torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, "
+                 "unhandled system error\n2026-12-06T11:09:59.3Z Last error:\n",
+                 {}});
+  auto selected = select_checks({{"gpu-job-failed"}, {}});
+  REQUIRE(selected);
+  auto snapshot = gather(*fc.client, {needed_sources(*selected), "", "", {}});
+  REQUIRE(snapshot);
+  CHECK(fc.fake->unexpected().empty());
+  std::vector<std::string> logs;
+  for (const auto& r : fc.fake->requests()) {
+    if (r.url.find("/log?") != std::string::npos) logs.push_back(r.url.substr(r.url.find("/api/")));
+  }
+  // One read: the latest failed pod's failed container, its last lines bounded in bytes.
+  CHECK(logs == std::vector<std::string>{"/api/v1/namespaces/ml/pods/train-b/log?container=main&tailLines=50&"
+                                         "limitBytes=262144&timestamps=true"});
+  Report r = run_checks(*snapshot, *selected);
+  const Finding* f = finding_of(r, "gpu-job-failed");
+  REQUIRE(f != nullptr);
+  INFO(f->summary);
+  // The older pod's NVML message is read first; the log's line is quoted with its time.
+  CHECK(f->summary.find("NVML answered Unknown Error") != std::string::npos);
+  const Evidence& quoted = f->evidence.back();
+  CHECK(quoted.source == "log of pod ml/train-b container main");
+  CHECK(quoted.text ==
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, unhandled system error");
+  CHECK(quoted.time == "2026-12-06T11:09:59.2Z");
+}

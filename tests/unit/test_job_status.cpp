@@ -455,9 +455,15 @@ TEST_CASE("ops::wait_for_job polls until the Job has a Complete or Failed condit
     fake.on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, list({failed_pod})));
     fake.on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, list({failed_pod})));
     for (int i = 0; i < 5; ++i) fake.on("GET", "/api/v1/namespaces/team-a/events", json_answer(200, list({})));
+    // The failed pod's log, read once for both polls that see it; it names no GPU cause.
+    fake.on("GET", "/api/v1/namespaces/team-a/pods/train-1/log",
+            gpuctl::testing::FakeAnswer{200, "KeyError: 'lr'\n", {{"content-type", "text/plain"}}});
     auto r = ops::wait_for_job(*fc.client, "team-a", "train", options);
     REQUIRE(r);
     CHECK(fake.unexpected().empty());
+    int log_reads = 0;
+    for (const auto& req : fake.requests()) log_reads += req.url.find("/pods/train-1/log?") != std::string::npos;
+    CHECK(log_reads == 1);
     CHECK(r->phase == ops::JobPhase::failed);
     CHECK(r->finished);
     REQUIRE(r->failure);

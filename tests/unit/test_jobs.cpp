@@ -180,6 +180,10 @@ TEST_CASE("cli: gpuctl jobs lists GPU jobs as a table and as GPUJobList", "[jobs
     h.fake().on("GET", "/api/v1/namespaces/team-a/pods", json_answer(200, list_body({pod})));
     h.fake().on("GET", "/api/v1/namespaces/team-a/events", json_answer(200, list_body({})),
                 "involvedObject.kind%3DJob");
+    // No termination message: the cause is in the last lines of the failed container's log.
+    h.fake().on("GET", "/api/v1/namespaces/team-a/pods/train-1/log",
+                testing::FakeAnswer{200, "step 12\nRuntimeError: CUDA error: out of memory\n", {}},
+                "container=main&tailLines=50");
   };
   serve();
   auto r = h.run({"jobs", "-n", "team-a"});
@@ -187,8 +191,15 @@ TEST_CASE("cli: gpuctl jobs lists GPU jobs as a table and as GPUJobList", "[jobs
   CHECK(r.err.empty());
   CHECK(r.out.starts_with("NAME    STATUS   GPUS   NODES   AGE"));
   CHECK(r.out.find("train   Failed   4      gpu-7") != std::string::npos);
-  CHECK(r.out.find("container main of pod train-1 exited with code 3 (Error)") != std::string::npos);
+  CHECK(r.out.find("container main of pod train-1 exited with code 3 (Error); GPU cause: the job ran out of GPU "
+                   "memory on node gpu-7 (lower the batch size or use a GPU with more memory); its log says: "
+                   "RuntimeError: CUDA error: out of memory") != std::string::npos);
   CHECK(r.out.find("etl") == std::string::npos);
+
+  serve();
+  auto wide = h.run({"jobs", "-n", "team-a", "-o", "wide"});
+  CHECK(wide.exit_code == 0);
+  CHECK(wide.out.find(" gpu-7(cuda-oom) ") != std::string::npos);
 
   serve();
   auto j = h.run({"jobs", "-n", "team-a", "-o", "json"});
@@ -198,6 +209,9 @@ TEST_CASE("cli: gpuctl jobs lists GPU jobs as a table and as GPUJobList", "[jobs
   REQUIRE(doc["items"].size() == 1);
   CHECK(doc["items"][0]["failure"]["exitCode"] == 3);
   CHECK(doc["items"][0]["status"] == "Failed");
+  CHECK(doc["items"][0]["failure"]["gpuCause"]["source"] == "log");
+  CHECK(doc["items"][0]["failedAttempts"][0]["node"] == "gpu-7");
+  CHECK(doc["items"][0]["failedAttempts"][0]["gpuCause"]["id"] == "cuda-oom");
   CHECK(h.fake().unexpected().empty());
 }
 

@@ -233,6 +233,16 @@ Result<std::string> Client::get_text(std::string_view path, const Query& query) 
   return std::move(resp.body);
 }
 
+Result<std::string> Client::get_text(std::string_view path, const Query& query, std::chrono::milliseconds timeout) {
+  HttpRequest req;
+  req.method = "GET";
+  GPUCTL_TRY_ASSIGN(req.url, url_for("GET", path, query));
+  const auto global = options_.request_timeout;
+  req.timeout = global.count() > 0 && global < timeout ? global : timeout;
+  GPUCTL_TRY_ASSIGN(HttpResponse resp, send(std::move(req)));
+  return std::move(resp.body);
+}
+
 namespace {
 Query write_query_params(const WriteOptions& options, Query query = {}) {
   query.add_if(options.dry_run, "dryRun", "All");

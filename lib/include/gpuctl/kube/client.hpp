@@ -169,6 +169,10 @@ class Client {
 
   Result<nlohmann::json> get(std::string_view path, const Query& query = {});
   Result<std::string> get_text(std::string_view path, const Query& query = {});
+  // The same within a deadline of its own, retries included (the shorter of it and
+  // ClientOptions::request_timeout): reads that are worth less than waiting, such as a pod log
+  // proxied to a kubelet that may be gone.
+  Result<std::string> get_text(std::string_view path, const Query& query, std::chrono::milliseconds timeout);
   // All pages of a list (limit/continue), restarting on 410 Expired as ListOptions says.
   Result<ListResult> list(std::string_view path, const ListOptions& options = {});
   // The same list, page by page: memory holds one page, not the whole list. Readers that fold

@@ -9,6 +9,7 @@
 #include "check_support.hpp"
 #include "classify.hpp"
 #include "gpuctl/kube/objects.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::ops::diagnose {
@@ -49,18 +50,20 @@ void read_pod_causes(const Snapshot& snapshot, const json& job, Finding& f) {
       if (!cause) cause = classify_gpu_failure(message);
     }
   }
+  // The failed container's last log lines, read as `gpuctl jobs` reads them (gather_job_logs.cpp):
+  // the last line that names a GPU cause is the one quoted.
   for (const auto& log : snapshot.list(Source::job_logs)) {
     if (string_field(log, "namespace") != kube::namespace_of(job) || string_field(log, "job") != kube::name_of(job))
       continue;
-    bool quoted = false;
-    for_each_line(string_field(log, "text"), [&](std::string_view line) {
-      auto [time, body] = split_timestamp(line);
-      auto what = classify_gpu_failure(body);
-      if (!what || quoted) return;
-      quoted = true;
-      if (!cause) cause = what;
-      if (f.evidence.size() < 5) f.evidence.push_back({"log of " + string_field(log, "pod"), body, time});
-    });
+    auto found = classify_log_tail(string_field(log, "text"));
+    if (!found) continue;
+    if (!cause) cause = found->cause;
+    auto [time, line] = split_timestamp(found->evidence);
+    if (f.evidence.size() < 5) {
+      f.evidence.push_back({fmt::format("log of pod {}/{} container {}", string_field(log, "namespace"),
+                                        string_field(log, "pod"), string_field(log, "container")),
+                            line, time});
+    }
   }
   if (cause) f.summary += fmt::format(": {}; {}", cause->cause, cause->hint);
 }

@@ -13,6 +13,7 @@
 #include <fmt/ranges.h>
 
 #include "check_support.hpp"
+#include "gather_internal.hpp"
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/label_selector.hpp"
 #include "gpuctl/kube/objects.hpp"
@@ -22,6 +23,7 @@
 #include "gpuctl/ops/diagnose/diagnose.hpp"
 #include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
 
@@ -34,7 +36,8 @@ using kube::string_field;
 
 // The log lines read per container: enough for a plugin's start-up and its last errors.
 constexpr int kLogTailLines = 200;
-// Failed GPU Jobs whose pod log is read: the newest ones; older ones keep their termination message.
+// Failed GPU Jobs whose latest failed pod's log is read (gather_job_logs.cpp): the newest
+// failures; older ones keep their termination message.
 constexpr std::size_t kJobLogsMax = 20;
 
 struct ListPlan {
@@ -122,14 +125,21 @@ Result<std::vector<json>> read_logs(kube::Client& client, std::vector<LogWanted>
     std::vector<std::future<Result<std::string>>> reads;
     for (std::size_t j = i; j < std::min(wanted.size(), i + kParallel); ++j) {
       const json& w = wanted[j].item;
+      // A failed job's cause is in its log's last lines, however long ago they were printed
+      // (a rank that hangs after NCCL's error is killed by the watchdog half an hour later).
+      const bool cause_tail = kube::bool_field(w, "causeTail");
       kube::Query query;
       query.add("container", string_field(w, "container"))
-          .add("tailLines", std::to_string(kLogTailLines))
-          .add("sinceSeconds", std::to_string(settings.since.count()))
+          .add("tailLines", std::to_string(cause_tail ? kGpuCauseLogTailLines : kLogTailLines))
+          .add_if(!cause_tail, "sinceSeconds", std::to_string(settings.since.count()))
+          .add_if(cause_tail, "limitBytes", std::to_string(kGpuCauseLogLimitBytes))
           .add("timestamps", "true")
           .add_if(kube::bool_field(w, "previous"), "previous", "true");
       std::string path = kube::paths::pod_log(string_field(w, "namespace"), string_field(w, "pod"));
-      reads.push_back(std::async(std::launch::async, [&client, path, query] { return client.get_text(path, query); }));
+      auto timeout = cause_tail ? kGpuCauseLogTimeout : std::chrono::milliseconds(0);
+      reads.push_back(std::async(std::launch::async, [&client, path, query, timeout] {
+        return timeout.count() > 0 ? client.get_text(path, query, timeout) : client.get_text(path, query);
+      }));
     }
     for (std::size_t j = i; j < i + reads.size(); ++j) {
       Result<std::string> text = reads[j - i].get();
@@ -197,20 +207,7 @@ std::vector<LogWanted> plugin_logs_wanted(const Snapshot& snapshot) {
 
 std::vector<LogWanted> job_logs_wanted(const Snapshot& snapshot) {
   std::vector<LogWanted> out;
-  for (const auto& pod : snapshot.list(Source::pods)) {
-    if (out.size() >= kJobLogsMax) break;
-    std::string job = support::owning_job(pod);
-    if (job.empty() || string_field(field(pod, "status"), "phase") != "Failed" || !support::is_gpu_pod(pod)) continue;
-    for (const auto& c : kube::array_field(field(pod, "spec"), "containers")) {
-      out.push_back({json{{"namespace", kube::namespace_of(pod)},
-                          {"pod", kube::name_of(pod)},
-                          {"container", string_field(c, "name")},
-                          {"node", string_field(field(pod, "spec"), "nodeName")},
-                          {"previous", false},
-                          {"job", job}}});
-      break;
-    }
-  }
+  for (auto& item : job_log_reads(snapshot, kJobLogsMax)) out.push_back({std::move(item)});
   return out;
 }
 

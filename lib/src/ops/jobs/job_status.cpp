@@ -185,7 +185,8 @@ JobSummary summarize_job(const json& job, const std::vector<json>& pods, const s
   s.succeeded = integer(job, "/status/succeeded"_json_pointer);
   s.failed = integer(job, "/status/failed"_json_pointer);
   s.nodes = nodes_of(pods);
-  s.failed_nodes = failed_attempt_nodes(pods);
+  s.failed_attempts = failed_attempts(pods);
+  s.failed_nodes = failed_attempt_nodes(s.failed_attempts);
   read_times(job, now, s);
 
   // The phase, from the Job's conditions first. FailureTarget and SuccessCriteriaMet already decide
@@ -223,18 +224,28 @@ json to_json(const JobSummary& s) {
   auto or_null = [](const std::string& v) { return v.empty() ? json(nullptr) : json(v); };
   json failure = nullptr;
   if (s.failure) {
-    failure = {{"reason", or_null(s.failure->reason)},
-               {"message", or_null(s.failure->message)},
-               {"exitCode", s.failure->exit_code ? json(*s.failure->exit_code) : json(nullptr)},
-               {"pod", or_null(s.failure->pod)},
-               {"container", or_null(s.failure->container)},
-               {"terminationReason", or_null(s.failure->termination_reason)},
-               {"terminationMessage", or_null(s.failure->termination_message)},
-               {"node", or_null(s.failure->node)},
-               {"gpuCause", s.failure->gpu_cause ? json{{"id", s.failure->gpu_cause->id},
-                                                        {"cause", s.failure->gpu_cause->cause},
-                                                        {"hint", s.failure->gpu_cause->hint}}
-                                                 : json(nullptr)}};
+    failure = {
+        {"reason", or_null(s.failure->reason)},
+        {"message", or_null(s.failure->message)},
+        {"exitCode", s.failure->exit_code ? json(*s.failure->exit_code) : json(nullptr)},
+        {"pod", or_null(s.failure->pod)},
+        {"container", or_null(s.failure->container)},
+        {"terminationReason", or_null(s.failure->termination_reason)},
+        {"terminationMessage", or_null(s.failure->termination_message)},
+        {"node", or_null(s.failure->node)},
+        {"gpuCause", s.failure->gpu_cause ? to_json(GpuCauseFinding{*s.failure->gpu_cause, s.failure->gpu_cause_source,
+                                                                    s.failure->gpu_cause_evidence})
+                                          : json(nullptr)}};
+  }
+  json attempts = json::array();
+  for (const auto& a : s.failed_attempts) {
+    attempts.push_back({{"pod", a.pod},
+                        {"node", or_null(a.node)},
+                        {"container", or_null(a.container)},
+                        {"exitCode", a.exit_code ? json(*a.exit_code) : json(nullptr)},
+                        {"terminationReason", or_null(a.termination_reason)},
+                        {"finishedAt", or_null(a.finished_at)},
+                        {"gpuCause", a.gpu_cause ? to_json(*a.gpu_cause) : json(nullptr)}});
   }
   return {
       {"namespace", s.namespace_name},
@@ -246,6 +257,7 @@ json to_json(const JobSummary& s) {
       {"gpus", s.gpus},
       {"nodes", s.nodes},
       {"failedNodes", s.failed_nodes},
+      {"failedAttempts", attempts},
       {"pods", {{"active", s.active}, {"succeeded", s.succeeded}, {"failed", s.failed}}},
       {"createdAt", or_null(s.created_at)},
       {"startedAt", or_null(s.started_at)},

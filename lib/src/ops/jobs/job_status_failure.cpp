@@ -6,41 +6,13 @@
 #include <fmt/format.h>
 
 #include "gpuctl/kube/objects.hpp"
-#include "gpuctl/ops/common/gpu_failure_text.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "job_status_internal.hpp"
 
 namespace gpuctl::ops::job_status_detail {
 
 using json = nlohmann::json;
 namespace {
-
-struct Termination {
-  int exit_code = 0;
-  std::string container, reason, message;
-  util::TimePoint finished{};
-};
-
-// The last non-zero termination of a container of this pod.
-std::optional<Termination> failed_termination(const json& pod) {
-  std::optional<Termination> best;
-  for (auto list : {"/status/initContainerStatuses"_json_pointer, "/status/containerStatuses"_json_pointer}) {
-    for (const auto& cs : array_at(pod, list)) {
-      for (auto state : {"/state/terminated"_json_pointer, "/lastState/terminated"_json_pointer}) {
-        if (!cs.contains(state)) continue;
-        const json& t = cs.at(state);
-        if (!t.is_object() || !t.contains("exitCode") || !t["exitCode"].is_number_integer()) continue;
-        int code = t["exitCode"].get<int>();
-        if (code == 0) continue;
-        Termination term{code, kube::string_field(cs, "name"), kube::string_field(t, "reason"),
-                         kube::string_field(t, "message"),
-                         util::parse_rfc3339(kube::string_field(t, "finishedAt")).value_or(util::TimePoint{})};
-        if (!best || term.finished > best->finished) best = term;
-        break;  // state wins over lastState
-      }
-    }
-  }
-  return best;
-}
 
 // The failed container of the job's latest failed pod. Pods that were evicted or preempted
 // (DisruptionTarget) say nothing about the program, so they come last.
@@ -50,23 +22,27 @@ std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
   bool best_disrupted = true;
   for (const auto& pod : pods) {
     if (pod_phase(pod) != "Failed" && !pod_terminating(pod)) continue;
-    auto term = failed_termination(pod);
-    if (!term) continue;
+    auto attempt = failed_attempt_of(pod);
+    if (!attempt) continue;
     bool disrupted = true_condition(pod, "DisruptionTarget") != nullptr;
-    util::TimePoint t = term->finished;
+    util::TimePoint t = util::parse_rfc3339(attempt->finished_at).value_or(util::TimePoint{});
     if (t == util::TimePoint{}) {
       t = util::parse_rfc3339(str(pod, "/metadata/creationTimestamp"_json_pointer)).value_or(t);
     }
     bool better = !best || (best_disrupted && !disrupted) || (best_disrupted == disrupted && t > best_time);
     if (!better) continue;
     JobFailure f;
-    f.exit_code = term->exit_code;
-    f.pod = kube::name_of(pod);
-    f.container = term->container;
-    f.termination_reason = term->reason;
-    f.termination_message = term->message;
-    f.node = str(pod, "/spec/nodeName"_json_pointer);
-    f.gpu_cause = classify_gpu_failure(term->message);
+    f.exit_code = attempt->exit_code;
+    f.pod = attempt->pod;
+    f.container = attempt->container;
+    f.termination_reason = attempt->termination_reason;
+    f.termination_message = attempt->termination_message;
+    f.node = attempt->node;
+    if (attempt->gpu_cause) {
+      f.gpu_cause = attempt->gpu_cause->cause;
+      f.gpu_cause_source = attempt->gpu_cause->source;
+      f.gpu_cause_evidence = attempt->gpu_cause->evidence;
+    }
     best = f;
     best_time = t;
     best_disrupted = disrupted;
@@ -76,19 +52,28 @@ std::optional<JobFailure> failed_container(const std::vector<json>& pods) {
 
 }  // namespace
 
-std::vector<std::string> failed_attempt_nodes(const std::vector<json>& pods) {
+std::vector<FailedAttempt> failed_attempts(const std::vector<json>& pods) {
   std::vector<const json*> failed;
   for (const auto& pod : pods) {
     if (pod_phase(pod) == "Failed" && true_condition(pod, "DisruptionTarget") == nullptr) failed.push_back(&pod);
   }
-  std::sort(failed.begin(), failed.end(), [](const json* a, const json* b) {
+  std::stable_sort(failed.begin(), failed.end(), [](const json* a, const json* b) {
     return str(*a, "/metadata/creationTimestamp"_json_pointer) < str(*b, "/metadata/creationTimestamp"_json_pointer);
   });
-  std::vector<std::string> nodes;
+  std::vector<FailedAttempt> attempts;
   for (const json* pod : failed) {
-    std::string node = str(*pod, "/spec/nodeName"_json_pointer);
-    nodes.push_back(node.empty() ? "<unscheduled>" : node);
+    // A pod that failed with no container exiting non-zero (deadline, node lost) is an attempt too.
+    FailedAttempt a = failed_attempt_of(*pod).value_or(FailedAttempt{});
+    a.pod = kube::name_of(*pod);
+    a.node = str(*pod, "/spec/nodeName"_json_pointer);
+    attempts.push_back(std::move(a));
   }
+  return attempts;
+}
+
+std::vector<std::string> failed_attempt_nodes(const std::vector<FailedAttempt>& attempts) {
+  std::vector<std::string> nodes;
+  for (const auto& a : attempts) nodes.push_back(a.node.empty() ? "<unscheduled>" : a.node);
   return nodes;
 }
 
@@ -121,8 +106,10 @@ namespace gpuctl::ops {
 
 std::string gpu_cause_text(const JobFailure& f) {
   if (!f.gpu_cause) return "";
-  return fmt::format("GPU cause: {}{} ({})", f.gpu_cause->cause, f.node.empty() ? "" : " on node " + f.node,
-                     f.gpu_cause->hint);
+  // A termination message's line is already quoted in the reason; a log's is not.
+  bool from_log = f.gpu_cause_source == GpuCauseSource::log && !f.gpu_cause_evidence.empty();
+  return fmt::format("GPU cause: {}{} ({}){}", f.gpu_cause->cause, f.node.empty() ? "" : " on node " + f.node,
+                     f.gpu_cause->hint, from_log ? "; its log says: " + f.gpu_cause_evidence : "");
 }
 
 }  // namespace gpuctl::ops

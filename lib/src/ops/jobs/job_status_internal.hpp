@@ -36,8 +36,10 @@ std::string pod_phase(const nlohmann::json& pod);
 // job_status_failure.cpp: the failure a Failed (or FailureTarget) condition names, with the
 // failed container of the job's latest failed pod when one exited non-zero.
 JobFailure read_failure(const nlohmann::json& failed_condition, const std::vector<nlohmann::json>& pods);
-// The node of each failed (not evicted or preempted) pod, oldest first.
-std::vector<std::string> failed_attempt_nodes(const std::vector<nlohmann::json>& pods);
+// Each failed (not evicted or preempted) pod, oldest first, with what its termination says.
+std::vector<FailedAttempt> failed_attempts(const std::vector<nlohmann::json>& pods);
+// Their nodes, "<unscheduled>" for a pod that never had one.
+std::vector<std::string> failed_attempt_nodes(const std::vector<FailedAttempt>& attempts);
 // The failure in plain words: the condition's message (or reason), then the container's exit.
 std::string failure_reason(const JobFailure& failure);
 

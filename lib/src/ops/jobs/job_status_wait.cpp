@@ -11,6 +11,7 @@
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/kube/projection.hpp"
 #include "gpuctl/util/cancel.hpp"
+#include "job_failure_cause_internal.hpp"
 #include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
@@ -44,8 +45,10 @@ struct NodeCache {
   util::TimePoint read_at{};
 };
 
+// fetch_job_summary with the nodes and the log causes already read (wait_for_job polls the same
+// pending and failed pods): `causes` null reads every log afresh.
 Result<JobSummary> fetch_summary(kube::Client& client, std::string_view ns, std::string_view name, util::TimePoint now,
-                                 NodeCache& cache) {
+                                 NodeCache& cache, job_cause_detail::LogCauseCache* causes) {
   auto job = client.get(kube::paths::job(ns, name));
   if (!job) {
     Error e = job.error();
@@ -76,7 +79,11 @@ Result<JobSummary> fetch_summary(kube::Client& client, std::string_view ns, std:
     cache.read_at = now;
   }
   const std::vector<json>* nodes = cache.nodes && pods_unschedulable(pods.items) ? &*cache.nodes : nullptr;
-  return summarize_job(*job, pods.items, events.items, now, nodes);
+  JobSummary summary = summarize_job(*job, pods.items, events.items, now, nodes);
+  job_cause_detail::LogCauseBudget budget;
+  budget.attempts = job_cause_detail::kAttemptLogReadsMax;
+  GPUCTL_TRY(job_cause_detail::add_log_causes(client, {&summary}, budget, causes));
+  return summary;
 }
 
 }  // namespace
@@ -84,7 +91,7 @@ Result<JobSummary> fetch_summary(kube::Client& client, std::string_view ns, std:
 Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
                                      util::TimePoint now) {
   NodeCache fresh;
-  return fetch_summary(client, ns, name, now, fresh);
+  return fetch_summary(client, ns, name, now, fresh, nullptr);
 }
 
 Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::string_view name,
@@ -101,8 +108,9 @@ Result<JobSummary> wait_for_job(kube::Client& client, std::string_view ns, std::
   const auto start = clock();
   std::optional<JobSummary> last;
   NodeCache nodes;
+  job_cause_detail::LogCauseCache causes;  // each failed pod's log is read once
   for (;;) {
-    auto summary = fetch_summary(client, ns, name, clock(), nodes);
+    auto summary = fetch_summary(client, ns, name, clock(), nodes, &causes);
     if (!summary && util::cancelled()) return stopped(last);
     if (!summary) {
       Error e = summary.error();

@@ -10,6 +10,7 @@
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "job_failure_cause_internal.hpp"
 #include "job_status_internal.hpp"
 
 namespace gpuctl::ops {
@@ -199,6 +200,16 @@ Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options
   std::optional<std::vector<json>> nodes;
   if (pods_unschedulable(pods)) nodes = job_status_detail::read_nodes_for_detail(client);
   JobList list = build_job_list(jobs, pods, events.items, true, now, nodes ? &*nodes : nullptr);
+  // What the failed GPU jobs' latest failed pods printed last, when their termination messages
+  // name no GPU cause: one log read per such job, the newest failures first, bounded. Jobs asked
+  // for by name are few: each gets its newest attempts read too, as fetch_job_summary does.
+  std::vector<JobSummary*> summaries;
+  for (auto& j : list.jobs) summaries.push_back(&j);
+  job_cause_detail::LogCauseBudget budget;
+  budget.jobs = job_cause_detail::kListedJobLogReadsMax;
+  if (named) budget.attempts = job_cause_detail::kAttemptLogReadsMax;
+  budget.parallel = job_cause_detail::kListedJobLogReadsParallel;
+  GPUCTL_TRY(job_cause_detail::add_log_causes(client, summaries, budget));
   list.skipped = std::move(skipped);
   list.not_found = std::move(not_found);
   return list;

@@ -10,6 +10,7 @@
 #include "gpuctl/kube/client.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/kube/paths.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 #include "gpuctl/util/sha256.hpp"
@@ -34,16 +35,6 @@ bool disrupted(const json& pod) {
   return false;
 }
 
-// The termination message of the pod's container that failed (non-zero exit), "" when none.
-std::string failed_container_message(const json& pod) {
-  for (const auto& s : kube::array_field(field(pod, "status"), "containerStatuses")) {
-    const json& terminated = field(field(s, "state"), "terminated");
-    const json& code = field(terminated, "exitCode");
-    if (code.is_number_integer() && code.get<std::int64_t>() != 0) return string_field(terminated, "message");
-  }
-  return {};
-}
-
 std::string label_selector_for(std::string_view job) { return fmt::format("{}={}", kJobNameLabel, job); }
 
 }  // namespace
@@ -59,25 +50,20 @@ bool blames_node(const TextClass& cause) {
   return std::find(std::begin(kNodeFaults), std::end(kNodeFaults), cause.id) != std::end(kNodeFaults);
 }
 
-std::vector<NodeToAvoid> nodes_to_avoid(const std::vector<json>& pods, const std::set<std::string>& known) {
-  std::vector<const json*> failed;
+std::vector<const json*> failed_pods_to_examine(const std::vector<json>& pods,
+                                                const std::set<std::string>& avoided_nodes,
+                                                const std::set<std::string>& examined_pods) {
+  std::vector<const json*> out;
   for (const auto& pod : pods) {
-    if (string_field(field(pod, "status"), "phase") == "Failed" && !disrupted(pod)) failed.push_back(&pod);
+    if (string_field(field(pod, "status"), "phase") != "Failed" || disrupted(pod)) continue;
+    std::string node = string_field(field(pod, "spec"), "nodeName");
+    if (node.empty() || avoided_nodes.count(node) || examined_pods.count(kube::name_of(pod))) continue;
+    out.push_back(&pod);
   }
-  std::stable_sort(failed.begin(), failed.end(), [](const json* a, const json* b) {
+  std::stable_sort(out.begin(), out.end(), [](const json* a, const json* b) {
     return string_field(field(*a, "metadata"), "creationTimestamp") <
            string_field(field(*b, "metadata"), "creationTimestamp");
   });
-  std::vector<NodeToAvoid> out;
-  std::set<std::string> seen = known;
-  for (const json* pod : failed) {
-    std::string node = string_field(field(*pod, "spec"), "nodeName");
-    if (node.empty() || seen.count(node)) continue;
-    auto cause = classify_gpu_failure(failed_container_message(*pod));
-    if (!cause || !blames_node(*cause)) continue;
-    seen.insert(node);
-    out.push_back({node, kube::name_of(*pod), std::string(cause->id), std::string(cause->cause)});
-  }
   return out;
 }
 
@@ -106,18 +92,25 @@ void FailedNodeAvoider::poll(const JobSummary& summary) {
   failed_seen_ = summary.failed;
   kube::WriteOptions write;
   write.field_manager = "gpuctl";
-  for (const auto& n : nodes_to_avoid(pods->items, avoided_)) {
-    avoided_.insert(n.node);
+  for (const json* pod : failed_pods_to_examine(pods->items, avoided_, examined_)) {
+    const std::string node = string_field(field(*pod, "spec"), "nodeName");
+    if (avoided_.count(node)) continue;  // an earlier pod of this poll blamed it
+    auto finding = read_pod_gpu_cause(client_, *pod);
+    if (!finding) return;  // cancelled: the wait stops too
+    examined_.insert(kube::name_of(*pod));
+    if (!*finding || !blames_node((*finding)->cause)) continue;
+    const TextClass& cause = (*finding)->cause;
+    avoided_.insert(node);
     auto patched =
-        client_.patch(kube::paths::node(n.node), kube::PatchType::merge, avoid_label_patch(key_, n.cause_id), write);
+        client_.patch(kube::paths::node(node), kube::PatchType::merge, avoid_label_patch(key_, cause.id), write);
     if (patched) {
-      on_notice_(fmt::format("pod {} failed on node {}: {}; the job's next pods keep off it (label {}={})", n.pod,
-                             n.node, n.cause, key_, n.cause_id));
+      on_notice_(fmt::format("pod {} failed on node {}: {}; the job's next pods keep off it (label {}={})",
+                             kube::name_of(*pod), node, cause.cause, key_, cause.id));
     } else {
       on_notice_(
           fmt::format("warning: pod {} failed on node {}: {}, but gpuctl cannot label the node ({}): the next "
                       "attempt may land there again; cordon it (gpuctl cordon {}) or ask an admin",
-                      n.pod, n.node, n.cause, patched.error().message, n.node));
+                      kube::name_of(*pod), node, cause.cause, patched.error().message, node));
     }
   }
 }

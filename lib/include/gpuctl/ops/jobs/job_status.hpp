@@ -16,6 +16,7 @@
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/common/gpu_failure_text.hpp"
 #include "gpuctl/ops/common/placement_blockers.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/util/time.hpp"
 
 namespace gpuctl::kube {
@@ -93,8 +94,14 @@ struct JobFailure {
   std::string termination_message;
   std::string node;  // where that pod ran
   // What the termination message says about the GPU (CUDA, NVML, NCCL, Xid; see
-  // ops/common/gpu_failure_text.hpp), std::nullopt when it says nothing about it.
+  // ops/common/gpu_failure_text.hpp), std::nullopt when it says nothing about it. When it says
+  // nothing, the readers (fetch_job_summary, collect_jobs) look in the last lines of that
+  // container's log (job_failure_cause.hpp).
   std::optional<TextClass> gpu_cause;
+  // Where gpu_cause was found, and the line that named it (trimmed, bounded); meaningful only
+  // with gpu_cause.
+  GpuCauseSource gpu_cause_source = GpuCauseSource::termination_message;
+  std::string gpu_cause_evidence;
 };
 
 struct JobSummary {
@@ -112,6 +119,11 @@ struct JobSummary {
   std::vector<std::string> nodes;  // where its pods run/ran, sorted, unique
   // The node of each failed attempt (pod), oldest first; evicted or preempted pods left out.
   std::vector<std::string> failed_nodes;
+  // The same attempts, one for one with failed_nodes: pod, node, the failed container's exit code
+  // and, when found, its GPU cause. summarize_job fills in what termination messages say; the
+  // readers add what the newest attempts' logs say (fetch_job_summary: the 5 newest;
+  // collect_jobs: the failure's pod only).
+  std::vector<FailedAttempt> failed_attempts;
   int active = 0, succeeded = 0, failed = 0;
   std::string created_at, started_at, finished_at;  // RFC 3339, "" when unknown
   std::int64_t age_seconds = 0;
@@ -121,7 +133,8 @@ struct JobSummary {
   std::optional<JobFailure> failure;
 };
 
-// "GPU cause: <what it means> on node <node> (<what to do>)", "" when the failure names none.
+// "GPU cause: <what it means> on node <node> (<what to do>)", "" when the failure names none;
+// a cause found in the log ends with "; its log says: <the line>".
 std::string gpu_cause_text(const JobFailure& failure);
 
 // True when the pod template (spec.template) requests any nvidia.com/* resource.
@@ -142,8 +155,10 @@ bool pods_unschedulable(const std::vector<nlohmann::json>& pods);
 // The label selector of a Job's pods: spec.selector.matchLabels, else job-name=<name>.
 std::string job_pod_selector(const nlohmann::json& job);
 
-// GETs the Job, lists its pods and the events about the Job, and summarizes. A Job that does not
-// exist is the API's NotFound error with a message naming the job.
+// GETs the Job, lists its pods and the events about the Job, and summarizes; then, for a GPU job,
+// reads the log tails of its newest failed pods (at most 5, 4 at a time) whose termination
+// messages name no GPU cause. A log that cannot be read leaves the cause unknown. A Job that does
+// not exist is the API's NotFound error with a message naming the job.
 Result<JobSummary> fetch_job_summary(kube::Client& client, std::string_view ns, std::string_view name,
                                      util::TimePoint now);
 

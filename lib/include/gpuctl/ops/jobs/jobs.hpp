@@ -43,7 +43,10 @@ JobList build_job_list(const std::vector<nlohmann::json>& jobs, const std::vecto
                        const std::vector<nlohmann::json>* nodes = nullptr);
 
 // Lists the Jobs, their namespaces' pods and the Jobs' FailedCreate events, and builds the list;
-// the nodes too (once), when some pod waits unscheduled.
+// the nodes too (once), when some pod waits unscheduled; then reads the log tail of each failed
+// GPU job's latest failed pod whose termination message names no GPU cause (the 32 newest
+// failures, 8 at a time; jobs named in options.names: their 5 newest failed attempts). A log that
+// cannot be read leaves the cause unknown.
 Result<JobList> collect_jobs(kube::Client& client, const JobListOptions& options, util::TimePoint now);
 
 // gpuctl's stable output schema: apiVersion gpuctl.io/v1alpha1, kind GPUJobList, items as

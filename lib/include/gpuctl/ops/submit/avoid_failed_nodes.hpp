@@ -43,16 +43,11 @@ std::string avoid_label_key(std::string_view namespace_name, std::string_view jo
 // The policy: whether a GPU cause blames the node the pod ran on.
 bool blames_node(const TextClass& cause);
 
-struct NodeToAvoid {
-  std::string node, pod;
-  std::string cause_id;  // the label's value: "nvml-error", "gpu-lost", ...
-  std::string cause;     // what it means, for the message
-};
-
-// Pure: the failed pods (status.phase Failed, not evicted or preempted) whose failed container's
-// termination message names a cause that blames the node, one per node, oldest first, leaving out
-// the nodes in `known`.
-std::vector<NodeToAvoid> nodes_to_avoid(const std::vector<nlohmann::json>& pods, const std::set<std::string>& known);
+// Pure: the job's failed pods (status.phase Failed, not evicted or preempted: DisruptionTarget)
+// not yet examined and on nodes not yet avoided, oldest first: the ones whose cause to read.
+std::vector<const nlohmann::json*> failed_pods_to_examine(const std::vector<nlohmann::json>& pods,
+                                                          const std::set<std::string>& avoided_nodes,
+                                                          const std::set<std::string>& examined_pods);
 
 // Pure: the merge patch that sets (or, with a null value, removes) the label on a node.
 nlohmann::json avoid_label_patch(std::string_view key, const nlohmann::json& value);
@@ -63,7 +58,8 @@ class FailedNodeAvoider {
  public:
   FailedNodeAvoider(kube::Client& client, std::string namespace_name, std::string job_name,
                     std::function<void(const std::string&)> on_notice);
-  // When the job's failed count grew: lists its pods, labels the nodes of new node-blaming failures.
+  // When the job's failed count grew: lists its pods, reads each new failed pod's GPU cause (its
+  // termination message, else its log's last lines) and labels the nodes of those that blame it.
   void poll(const JobSummary& summary);
   // Removes the job's label from every node that carries it (also ones labelled by an earlier
   // run of gpuctl for this job); says which.
@@ -76,7 +72,8 @@ class FailedNodeAvoider {
   kube::Client& client_;
   std::string ns_, job_, key_;
   std::function<void(const std::string&)> on_notice_;
-  std::set<std::string> avoided_;  // labelled, or tried and refused
+  std::set<std::string> avoided_;   // labelled, or tried and refused
+  std::set<std::string> examined_;  // failed pods whose cause was read (each log once)
   int failed_seen_ = 0;
 };
 
