@@ -191,8 +191,9 @@ class JobsTest(h.TestCase):
         ns = self.namespace("jobs-log-nccl")
         h.set_namespace_logs(ns, {None: h.fixture("k8s-errors/joblog__torchrun-nccl-unhandled-system-error-no-route.log")},
                              stream="stderr")
+        # One attempt, so the one pod is the one the result line names.
         r = h.gpuctl("submit", "ddp", "-n", ns, "--image", "busybox", "--gpus", "1", "--gpu-type", "RTX-3090",
-                     "--wait", "--timeout", "2m",
+                     "--backoff-limit", "0", "--wait", "--timeout", "2m",
                      "--label", "%s=fail" % h.OUTCOME_LABEL, "--annotation", "%s=1" % h.EXIT_CODE_ANNOTATION,
                      timeout=180)
         self.assertEqual(r.rc, 1, r.stdout + r.stderr)
