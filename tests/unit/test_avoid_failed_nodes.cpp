@@ -4,12 +4,12 @@
 
 #include "fakes/test_support.hpp"
 #include "gpuctl/kube/client.hpp"
+#include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/ops/jobs/job_status.hpp"
 #include "gpuctl/ops/submit/avoid_failed_nodes.hpp"
 #include "gpuctl/ops/submit/submit.hpp"
 
 using namespace gpuctl;
-using gpuctl::testing::FakeAnswer;
 using gpuctl::testing::FakeClient;
 using gpuctl::testing::json_answer;
 using json = nlohmann::json;
@@ -32,6 +32,14 @@ json failed_pod(const std::string& name, const std::string& node, const std::str
 }
 
 const std::string kNvml = "Failed to initialize NVML: Unknown Error";
+
+// The summary wait_for_job hands to poll(): its failed attempts, with their termination messages'
+// causes, as summarize_job reads them from the pods.
+ops::JobSummary summary_of(const std::vector<json>& pods) {
+  const json job = {{"metadata", {{"name", "bert"}, {"namespace", "ml"}}},
+                    {"spec", {{"template", {{"spec", {{"containers", json::array({{{"name", "main"}}})}}}}}}}};
+  return ops::summarize_job(job, pods, {}, std::chrono::system_clock::now());
+}
 
 }  // namespace
 
@@ -64,24 +72,26 @@ TEST_CASE("avoid failed nodes: only causes that blame the node count", "[avoid]"
   }
 }
 
-TEST_CASE("avoid failed nodes: the failed pods to examine, oldest first", "[avoid]") {
+TEST_CASE("avoid failed nodes: the attempts that blame their node, once per node, oldest first", "[avoid]") {
   std::vector<json> pods = {
       failed_pod("bert-c", "gpu-2", "2026-12-07T10:02:00Z", kNvml),
       failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml),
       failed_pod("bert-b", "gpu-1", "2026-12-07T10:01:00Z", kNvml),
-      failed_pod("bert-e", "gpu-4", "2026-12-07T10:04:00Z", kNvml, 1, true),  // evicted: not the program's
-      failed_pod("bert-f", "", "2026-12-07T10:05:00Z", kNvml),                // never scheduled
+      failed_pod("bert-d", "gpu-3", "2026-12-07T10:03:00Z", "CUDA out of memory"),  // the program's fault
+      failed_pod("bert-e", "gpu-4", "2026-12-07T10:04:00Z", kNvml, 1, true),        // evicted: not the program's
+      failed_pod("bert-f", "", "2026-12-07T10:05:00Z", kNvml),                      // never scheduled
   };
   pods.push_back(failed_pod("bert-g", "gpu-6", "2026-12-07T10:06:00Z", kNvml));
   pods.back()["status"]["phase"] = "Running";
-  auto names = [](const std::vector<const json*>& found) {
+  const ops::JobSummary summary = summary_of(pods);
+  auto pods_of = [](const std::vector<const ops::FailedAttempt*>& found) {
     std::vector<std::string> out;
-    for (const json* p : found) out.push_back((*p)["metadata"]["name"]);
+    for (const auto* a : found) out.push_back(a->pod);
     return out;
   };
-  CHECK(names(ops::failed_pods_to_examine(pods, {}, {})) == std::vector<std::string>{"bert-a", "bert-b", "bert-c"});
-  CHECK(names(ops::failed_pods_to_examine(pods, {"gpu-1"}, {})) == std::vector<std::string>{"bert-c"});
-  CHECK(names(ops::failed_pods_to_examine(pods, {}, {"bert-a", "bert-c"})) == std::vector<std::string>{"bert-b"});
+  CHECK(pods_of(ops::attempts_to_avoid(summary.failed_attempts, {})) == std::vector<std::string>{"bert-a", "bert-c"});
+  CHECK(pods_of(ops::attempts_to_avoid(summary.failed_attempts, {"gpu-1"})) == std::vector<std::string>{"bert-c"});
+  CHECK(ops::attempts_to_avoid(summary.failed_attempts, {"gpu-1", "gpu-2"}).empty());
 }
 
 TEST_CASE("avoid failed nodes: the pods require nodes without the job's key", "[avoid]") {
@@ -125,10 +135,6 @@ TEST_CASE("avoid failed nodes: the pods require nodes without the job's key", "[
 TEST_CASE("avoid failed nodes: poll labels the node, release removes the label", "[avoid]") {
   const std::string key = ops::avoid_label_key("ml", "bert");
   FakeClient c;
-  json pods = {{"kind", "PodList"},
-               {"metadata", json::object()},
-               {"items", json::array({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml)})}};
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
   c.fake->on("PATCH", "/api/v1/nodes/gpu-1", json_answer(200, R"({"metadata":{"name":"gpu-1"}})"));  // label
   c.fake->on("PATCH", "/api/v1/nodes/gpu-1", json_answer(200, R"({"metadata":{"name":"gpu-1"}})"));  // unlabel
   json labelled = {{"kind", "NodeList"},
@@ -138,22 +144,20 @@ TEST_CASE("avoid failed nodes: poll labels the node, release removes the label",
   std::vector<std::string> notices;
   ops::FailedNodeAvoider avoider(*c.client, "ml", "bert", [&](const std::string& t) { notices.push_back(t); });
 
-  ops::JobSummary summary;
-  avoider.poll(summary);  // nothing failed yet: nothing read
+  avoider.poll(summary_of({}));  // nothing failed yet: nothing written
   CHECK(c.fake->requests().empty());
-  summary.failed = 1;
+  const ops::JobSummary summary = summary_of({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml)});
   avoider.poll(summary);
-  avoider.poll(summary);  // the same count again: not read again
-  REQUIRE(c.fake->count("GET") == 1);
-  CHECK(c.fake->requests()[0].url.find("labelSelector=batch.kubernetes.io%2Fjob-name%3Dbert") != std::string::npos);
+  avoider.poll(summary);             // the same failure again: labelled once
+  CHECK(c.fake->count("GET") == 0);  // the summary holds the causes: no reads of its own
   REQUIRE(c.fake->count("PATCH") == 1);
-  CHECK(json::parse(c.fake->requests()[1].body) == json{{"metadata", {{"labels", {{key, "nvml-error"}}}}}});
+  CHECK(json::parse(c.fake->requests()[0].body) == json{{"metadata", {{"labels", {{key, "nvml-error"}}}}}});
   REQUIRE(notices.size() == 1);
   CHECK(notices[0].starts_with("pod bert-a failed on node gpu-1: NVML answered Unknown Error"));
   CHECK(avoider.avoided() == std::set<std::string>{"gpu-1"});
 
   avoider.release();
-  CHECK(c.fake->requests()[2].url.find("labelSelector=avoid.gpuctl.io") != std::string::npos);
+  CHECK(c.fake->requests()[1].url.find("labelSelector=avoid.gpuctl.io") != std::string::npos);
   CHECK(json::parse(c.fake->requests().back().body) == json{{"metadata", {{"labels", {{key, nullptr}}}}}});
   CHECK(notices.back() == "node gpu-1: label " + key + " removed (the job has finished)");
   CHECK(c.fake->unexpected().empty());
@@ -161,18 +165,12 @@ TEST_CASE("avoid failed nodes: poll labels the node, release removes the label",
 
 TEST_CASE("avoid failed nodes: a node that may not be labelled is a warning", "[avoid]") {
   FakeClient c;
-  json pods = {{"kind", "PodList"},
-               {"metadata", json::object()},
-               {"items", json::array({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml)})}};
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
   c.fake->on("PATCH", "/api/v1/nodes/gpu-1",
              json_answer(403, R"({"kind":"Status","status":"Failure","code":403,"reason":"Forbidden",
                "message":"nodes \"gpu-1\" is forbidden: User \"alice\" cannot patch resource \"nodes\""})"));
   std::vector<std::string> notices;
   ops::FailedNodeAvoider avoider(*c.client, "ml", "bert", [&](const std::string& t) { notices.push_back(t); });
-  ops::JobSummary summary;
-  summary.failed = 1;
-  avoider.poll(summary);
+  avoider.poll(summary_of({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", kNvml)}));
   REQUIRE(notices.size() == 1);
   CHECK(notices[0].starts_with("warning: pod bert-a failed on node gpu-1"));
   CHECK(notices[0].find("the next attempt may land there again; cordon it (gpuctl cordon gpu-1)") != std::string::npos);
@@ -182,28 +180,20 @@ TEST_CASE("avoid failed nodes: a node that may not be labelled is a warning", "[
 
 TEST_CASE("avoid failed nodes: a cause only the log names counts, a program's fault does not", "[avoid]") {
   FakeClient c;
-  json pods = {{"kind", "PodList"},
-               {"metadata", json::object()},
-               {"items", json::array({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", ""),
-                                      failed_pod("bert-b", "gpu-2", "2026-12-07T10:01:00Z", "")})}};
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
-  const kube::Headers text = {{"content-type", "text/plain"}};
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods/bert-a/log",
-             FakeAnswer{200, "step 12\nRuntimeError: Failed to initialize NVML: Unknown Error\n", text});
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods/bert-b/log",
-             FakeAnswer{200, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n", text});
   c.fake->on("PATCH", "/api/v1/nodes/gpu-1", json_answer(200, R"({"metadata":{"name":"gpu-1"}})"));
   std::vector<std::string> notices;
   ops::FailedNodeAvoider avoider(*c.client, "ml", "bert", [&](const std::string& t) { notices.push_back(t); });
-  ops::JobSummary summary;
-  summary.failed = 2;
+  // No termination message: the causes are what wait_for_job read from the logs' last lines.
+  ops::JobSummary summary = summary_of({failed_pod("bert-a", "gpu-1", "2026-12-07T10:00:00Z", ""),
+                                        failed_pod("bert-b", "gpu-2", "2026-12-07T10:01:00Z", "")});
+  REQUIRE(summary.failed_attempts.size() == 2);
+  summary.failed_attempts[0].gpu_cause =
+      ops::classify_log_tail("step 12\nRuntimeError: Failed to initialize NVML: Unknown Error\n");
+  summary.failed_attempts[1].gpu_cause =
+      ops::classify_log_tail("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n");
   avoider.poll(summary);
   CHECK(c.fake->unexpected().empty());
   CHECK(avoider.avoided() == std::set<std::string>{"gpu-1"});  // CUDA OOM is the program's, gpu-2 stays usable
   REQUIRE(notices.size() == 1);
   CHECK(notices[0].starts_with("pod bert-a failed on node gpu-1: NVML answered Unknown Error"));
-  summary.failed = 3;  // a later poll reads neither log again
-  c.fake->on("GET", "/api/v1/namespaces/ml/pods", json_answer(200, pods.dump()));
-  avoider.poll(summary);
-  CHECK(c.fake->count("GET") == 4);
 }

@@ -15,15 +15,8 @@ Result<std::string> served_version(Client& client, std::string_view group, std::
     return std::unexpected(versions.error());
   }
   for (const auto& v : array_field(*versions, "versions")) {
-    const std::string group_version = string_field(v, "groupVersion");
-    auto resources = client.get(paths::group_version_discovery(group_version));
-    if (!resources) {
-      if (resources.error().is_not_found()) continue;
-      return std::unexpected(resources.error());
-    }
-    for (const auto& r : array_field(*resources, "resources")) {
-      if (string_field(r, "name") == resource) return string_field(v, "version");
-    }
+    GPUCTL_TRY_ASSIGN(bool served, serves(client, string_field(v, "groupVersion"), resource));
+    if (served) return string_field(v, "version");
   }
   return std::string();
 }

@@ -19,23 +19,12 @@
 namespace gpuctl::ops {
 
 using json = nlohmann::json;
-using kube::field;
-using kube::string_field;
 
 namespace {
 
 // A node's fault, not the program's (cuda-oom) nor a peer's (the NCCL rows).
 constexpr std::string_view kNodeFaults[] = {"driver-too-old", "driver-library-mismatch", "gpu-lost",
                                             "nvml-error",     "no-cuda-device",          "xid"};
-
-bool disrupted(const json& pod) {
-  for (const auto& c : kube::array_field(field(pod, "status"), "conditions")) {
-    if (string_field(c, "type") == "DisruptionTarget" && string_field(c, "status") == "True") return true;
-  }
-  return false;
-}
-
-std::string label_selector_for(std::string_view job) { return fmt::format("{}={}", kJobNameLabel, job); }
 
 }  // namespace
 
@@ -50,20 +39,15 @@ bool blames_node(const TextClass& cause) {
   return std::find(std::begin(kNodeFaults), std::end(kNodeFaults), cause.id) != std::end(kNodeFaults);
 }
 
-std::vector<const json*> failed_pods_to_examine(const std::vector<json>& pods,
-                                                const std::set<std::string>& avoided_nodes,
-                                                const std::set<std::string>& examined_pods) {
-  std::vector<const json*> out;
-  for (const auto& pod : pods) {
-    if (string_field(field(pod, "status"), "phase") != "Failed" || disrupted(pod)) continue;
-    std::string node = string_field(field(pod, "spec"), "nodeName");
-    if (node.empty() || avoided_nodes.count(node) || examined_pods.count(kube::name_of(pod))) continue;
-    out.push_back(&pod);
+std::vector<const FailedAttempt*> attempts_to_avoid(const std::vector<FailedAttempt>& attempts,
+                                                    const std::set<std::string>& avoided_nodes) {
+  std::vector<const FailedAttempt*> out;
+  std::set<std::string> seen = avoided_nodes;
+  for (const auto& a : attempts) {
+    if (a.node.empty() || seen.count(a.node) || !a.gpu_cause || !blames_node(a.gpu_cause->cause)) continue;
+    seen.insert(a.node);
+    out.push_back(&a);
   }
-  std::stable_sort(out.begin(), out.end(), [](const json* a, const json* b) {
-    return string_field(field(*a, "metadata"), "creationTimestamp") <
-           string_field(field(*b, "metadata"), "creationTimestamp");
-  });
   return out;
 }
 
@@ -80,37 +64,21 @@ FailedNodeAvoider::FailedNodeAvoider(kube::Client& client, std::string namespace
       on_notice_(std::move(on_notice)) {}
 
 void FailedNodeAvoider::poll(const JobSummary& summary) {
-  if (summary.failed <= failed_seen_) return;
-  kube::ListOptions options;
-  options.label_selector = label_selector_for(job_);
-  auto pods = client_.list(kube::paths::pods(ns_), options);
-  if (!pods) {
-    on_notice_(fmt::format("--avoid-failed-nodes: cannot read the pods of job {}/{} ({}); will try again", ns_, job_,
-                           pods.error().message));
-    return;
-  }
-  failed_seen_ = summary.failed;
   kube::WriteOptions write;
   write.field_manager = "gpuctl";
-  for (const json* pod : failed_pods_to_examine(pods->items, avoided_, examined_)) {
-    const std::string node = string_field(field(*pod, "spec"), "nodeName");
-    if (avoided_.count(node)) continue;  // an earlier pod of this poll blamed it
-    auto finding = read_pod_gpu_cause(client_, *pod);
-    if (!finding) return;  // cancelled: the wait stops too
-    examined_.insert(kube::name_of(*pod));
-    if (!*finding || !blames_node((*finding)->cause)) continue;
-    const TextClass& cause = (*finding)->cause;
-    avoided_.insert(node);
+  for (const FailedAttempt* a : attempts_to_avoid(summary.failed_attempts, avoided_)) {
+    const TextClass& cause = a->gpu_cause->cause;
+    avoided_.insert(a->node);
     auto patched =
-        client_.patch(kube::paths::node(node), kube::PatchType::merge, avoid_label_patch(key_, cause.id), write);
+        client_.patch(kube::paths::node(a->node), kube::PatchType::merge, avoid_label_patch(key_, cause.id), write);
     if (patched) {
-      on_notice_(fmt::format("pod {} failed on node {}: {}; the job's next pods keep off it (label {}={})",
-                             kube::name_of(*pod), node, cause.cause, key_, cause.id));
+      on_notice_(fmt::format("pod {} failed on node {}: {}; the job's next pods keep off it (label {}={})", a->pod,
+                             a->node, cause.cause, key_, cause.id));
     } else {
       on_notice_(
           fmt::format("warning: pod {} failed on node {}: {}, but gpuctl cannot label the node ({}): the next "
                       "attempt may land there again; cordon it (gpuctl cordon {}) or ask an admin",
-                      kube::name_of(*pod), node, cause.cause, patched.error().message, node));
+                      a->pod, a->node, cause.cause, patched.error().message, a->node));
     }
   }
 }

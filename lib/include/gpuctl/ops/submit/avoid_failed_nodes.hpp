@@ -33,6 +33,7 @@ class Client;
 namespace gpuctl::ops {
 
 struct JobSummary;
+struct FailedAttempt;
 
 inline constexpr std::string_view kAvoidLabelDomain = "avoid.gpuctl.io";
 
@@ -43,11 +44,11 @@ std::string avoid_label_key(std::string_view namespace_name, std::string_view jo
 // The policy: whether a GPU cause blames the node the pod ran on.
 bool blames_node(const TextClass& cause);
 
-// Pure: the job's failed pods (status.phase Failed, not evicted or preempted: DisruptionTarget)
-// not yet examined and on nodes not yet avoided, oldest first: the ones whose cause to read.
-std::vector<const nlohmann::json*> failed_pods_to_examine(const std::vector<nlohmann::json>& pods,
-                                                          const std::set<std::string>& avoided_nodes,
-                                                          const std::set<std::string>& examined_pods);
+// Pure: the job's failed attempts (JobSummary::failed_attempts, whose causes wait_for_job has
+// already read from termination messages and log tails) whose cause blames their node, the first
+// one of each node not in `avoided_nodes`.
+std::vector<const FailedAttempt*> attempts_to_avoid(const std::vector<FailedAttempt>& attempts,
+                                                    const std::set<std::string>& avoided_nodes);
 
 // Pure: the merge patch that sets (or, with a null value, removes) the label on a node.
 nlohmann::json avoid_label_patch(std::string_view key, const nlohmann::json& value);
@@ -58,8 +59,8 @@ class FailedNodeAvoider {
  public:
   FailedNodeAvoider(kube::Client& client, std::string namespace_name, std::string job_name,
                     std::function<void(const std::string&)> on_notice);
-  // When the job's failed count grew: lists its pods, reads each new failed pod's GPU cause (its
-  // termination message, else its log's last lines) and labels the nodes of those that blame it.
+  // Labels the nodes of the summary's failed attempts whose cause blames them (no reads of its own:
+  // the summary holds the causes).
   void poll(const JobSummary& summary);
   // Removes the job's label from every node that carries it (also ones labelled by an earlier
   // run of gpuctl for this job); says which.
@@ -72,9 +73,7 @@ class FailedNodeAvoider {
   kube::Client& client_;
   std::string ns_, job_, key_;
   std::function<void(const std::string&)> on_notice_;
-  std::set<std::string> avoided_;   // labelled, or tried and refused
-  std::set<std::string> examined_;  // failed pods whose cause was read (each log once)
-  int failed_seen_ = 0;
+  std::set<std::string> avoided_;  // labelled, or tried and refused
 };
 
 }  // namespace gpuctl::ops
