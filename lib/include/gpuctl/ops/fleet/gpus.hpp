@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,16 @@ struct NodeProbe {
   // "ok", "partial", "inforom_corrupted" (every GPU answered, one with that warning), an
   // ssh::HostOutcome name other than ok (unreachable, auth_failed,
   // host_key_mismatch, timed_out, ssh_missing, ssh_error, no_address), or an nvidia-smi
-  // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...).
+  // failure kind (driver_not_loaded, driver_library_mismatch, gpu_lost, ...). Through a probe
+  // pod (via "pod") also: timed_out, image_pull_failed, not_started, unschedulable,
+  // admission_refused, probe_failed, interrupted. From Prometheus (via "prometheus") also: stale
+  // (the newest samples are older than the threshold), no_exporter (no series for the node).
   std::string outcome;
   std::string message;  // one line; empty when ok
+  // Where the data came from: "ssh", "pod" or "prometheus" (to_string(Via), node_source.hpp).
+  std::string via = "ssh";
+  // Prometheus: when the node's newest sample was taken (unix seconds).
+  std::optional<std::int64_t> sampled_at_unix_s;
   // When ssh worked and the probe ran (also when it then hung: outcome timed_out, truncated).
   std::optional<gpu::NodeGpuReport> report;
   int exit_code = -1;
