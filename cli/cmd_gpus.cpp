@@ -1,4 +1,5 @@
-// gpuctl gpus: every GPU of the chosen nodes, live over ssh, joined with Kubernetes' view.
+// gpuctl gpus: every GPU of the chosen nodes, live (--via ssh, pod or prometheus), joined with
+// Kubernetes' view.
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "commands.hpp"
 #include "common_flags.hpp"
 #include "gpu_view_render.hpp"
+#include "gpuctl/ops/fleet/probe_pods.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 #include "node_source_flags.hpp"
@@ -26,7 +28,25 @@ struct GpusOptions {
   std::string failed_hosts;
   std::string watch;  // empty: once; else the interval
   bool no_headers = false;
+  bool cleanup = false;  // --via pod: delete probe pods left behind, probe nothing
 };
+
+// `gpus --via pod --cleanup`: every probe pod left in the probe namespace deleted (a gpuctl killed
+// with SIGKILL, a node that never answered the delete), one line each, as kubectl delete prints.
+Result<ExitCode> clean_up_probe_pods(const NodeSourceRequest& request, AppContext& ctx) {
+  if (request.via != ops::Via::pod) {
+    return fail(Errc::invalid_argument, "--cleanup deletes leftover probe pods: give it with --via pod");
+  }
+  GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+  GPUCTL_TRY_ASSIGN(std::vector<std::string> deleted, ops::cleanup_probe_pods(*client, request.pod.namespace_name));
+  if (deleted.empty()) {
+    ctx.streams().err << fmt::format("No probe pods left in namespace {}.\n", request.pod.namespace_name);
+  }
+  for (const auto& name : deleted) {
+    ctx.streams().out << fmt::format("pod/{} deleted (namespace {})\n", name, request.pod.namespace_name);
+  }
+  return ExitCode::ok;
+}
 
 // Writes the names of the nodes that did not fully answer, one a line, for a re-run with
 // `gpuctl gpus $(cat FILE)`. Written to a temporary file first, so a reader never sees half.
@@ -51,6 +71,7 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
   GPUCTL_TRY_ASSIGN(NodeSourceRequest request, validate_node_source_flags(o.source));
+  if (o.cleanup) return clean_up_probe_pods(request, ctx);
   std::chrono::milliseconds interval{0};
   if (!o.watch.empty()) {
     auto parsed = util::parse_duration(o.watch);
@@ -108,19 +129,25 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
 void register_gpus(CLI::App& app, AppContext& ctx) {
   auto o = std::make_shared<GpusOptions>();
   auto* cmd = app.add_subcommand(
-      "gpus", "Every GPU of the chosen nodes, live over ssh, with the pods Kubernetes placed on them");
+      "gpus", "Every GPU of the chosen nodes, live (over ssh, probe pods or Prometheus), with the pods on them");
   document(
       *cmd, ctx.help(),
       {R"(gpuctl runs one fixed probe script (nvidia-smi -q -x, and per GPU when one broken GPU makes
-the whole query fail) on every GPU node through the system ssh, at most --fanout at once, each
-killed at --ssh-timeout. Nodes that do not answer are listed apart with the reason (unreachable,
-auth_failed, host_key_mismatch, timed_out, driver_not_loaded, driver_library_mismatch, gpu_lost,
-no_devices, ...), identical failures grouped with a node count. Exit code 1 when any node did not
-fully answer. Ctrl-C or SIGTERM stops every ssh, lists the nodes not reached as interrupted and
-exits 130 (143 for SIGTERM).)",
+the whole query fail) on every GPU node: through the system ssh (--via ssh, the default), or in a
+short-lived pod pinned to each node whose log gpuctl reads and which it deletes (--via pod), at
+most --fanout at once, each node bounded by --ssh-timeout or --probe-timeout. --via prometheus
+reads the DCGM exporter's metrics from --prometheus-url instead, one query per metric family.
+Nodes that do not answer are listed apart with the reason (unreachable, auth_failed,
+host_key_mismatch, timed_out, image_pull_failed, stale, no_exporter, driver_not_loaded,
+driver_library_mismatch, gpu_lost, no_devices, ...), identical failures grouped with a node count;
+the VIA column says where each node's data came from. Exit code 1 when any node did not fully
+answer. Ctrl-C or SIGTERM stops every ssh or deletes every probe pod, lists the nodes not reached
+as interrupted and exits 130 (143 for SIGTERM).)",
        {{"Every GPU node, through ~/.ssh/config", "gpuctl gpus"},
         {"Two nodes, as user ubuntu through a bastion",
          "gpuctl gpus gpu-0 gpu-1 --ssh-user ubuntu --ssh-option ProxyJump=bastion"},
+        {"Without ssh: a probe pod on each node (namespace gpuctl-system)", "gpuctl gpus --via pod"},
+        {"Delete probe pods a killed gpuctl left behind", "gpuctl gpus --via pod --cleanup"},
         {"The A100 nodes every 5 seconds", "gpuctl gpus -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB --watch 5s"},
         {"Re-run only the nodes that failed",
          "gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed)"}}});
@@ -134,6 +161,9 @@ exits 130 (143 for SIGTERM).)",
       ->expected(0, 1)
       ->default_str("2s");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers");
+  cmd->add_flag(
+      "--cleanup", o->cleanup,
+      "With --via pod: delete the probe pods left in --probe-namespace (by gpuctl's labels) and probe nothing");
   cmd->callback([o, &ctx, cmd] {
     // A bare --watch means the default interval.
     if (cmd->count("--watch") > 0 && o->watch.empty()) o->watch = "2s";

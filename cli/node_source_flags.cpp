@@ -1,5 +1,7 @@
 #include "node_source_flags.hpp"
 
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@ void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& f) {
                help, {"ssh", "pod", "prometheus"})
       ->group("Node data options");
   add_ssh_flags(cmd, help, f.ssh);
+  add_probe_pod_flags(cmd, help, f.pod);
 }
 
 Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags) {
@@ -40,30 +43,53 @@ Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flag
     GPUCTL_TRY_ASSIGN(r.via, ops::parse_via(via));
   }
   GPUCTL_TRY_ASSIGN(r.ssh, validate_ssh_flags(flags.ssh, env));
+  if (r.via == ops::Via::pod) {
+    GPUCTL_TRY_ASSIGN(r.pod, validate_probe_pod_flags(flags.pod, flags.ssh.fanout, env));
+  }
   return r;
 }
 
+namespace {
+
+// Who made a probe pod, for the admin who finds one left behind: "user@host pid=N".
+std::string probe_owner() {
+  const char* user = std::getenv("USER");
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("{}@{} pid={}", user != nullptr && *user != '\0' ? user : "unknown",
+                     host[0] != '\0' ? host : "unknown", getpid());
+}
+
+// The ssh source with its runner: the runner must outlive the source, so both are held here.
+struct OwningSshSource final : ops::NodeSource {
+  std::unique_ptr<ssh::Runner> runner;
+  std::unique_ptr<ops::NodeSource> inner;
+  ops::Via via() const override { return inner->via(); }
+  Result<std::vector<ops::NodeProbe>> read(const std::vector<nlohmann::json>& nodes,
+                                           const ops::SourceProgress& progress) override {
+    return inner->read(nodes, progress);
+  }
+};
+
+}  // namespace
+
 Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceRequest& request, AppContext& ctx) {
   switch (request.via) {
-    case ops::Via::ssh: break;
-    case ops::Via::pod:
-    case ops::Via::prometheus:
-      return fail(Errc::invalid_argument, fmt::format("--via {} is not built yet", ops::to_string(request.via)));
-  }
-  // The runner outlives the source: both are owned by the returned object.
-  struct OwningSshSource final : ops::NodeSource {
-    std::unique_ptr<ssh::Runner> runner;
-    std::unique_ptr<ops::NodeSource> inner;
-    ops::Via via() const override { return inner->via(); }
-    Result<std::vector<ops::NodeProbe>> read(const std::vector<nlohmann::json>& nodes,
-                                             const ops::SourceProgress& progress) override {
-      return inner->read(nodes, progress);
+    case ops::Via::ssh: {
+      auto owning = std::make_unique<OwningSshSource>();
+      owning->runner = ctx.ssh_runner(request.ssh.settings);
+      owning->inner = ops::make_ssh_source(*owning->runner, request.ssh.address_rule, request.ssh.probe);
+      return std::unique_ptr<ops::NodeSource>(std::move(owning));
     }
-  };
-  auto owning = std::make_unique<OwningSshSource>();
-  owning->runner = ctx.ssh_runner(request.ssh.settings);
-  owning->inner = ops::make_ssh_source(*owning->runner, request.ssh.address_rule, request.ssh.probe);
-  return std::unique_ptr<ops::NodeSource>(std::move(owning));
+    case ops::Via::pod: {
+      GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
+      ops::PodProbeOptions options = request.pod;
+      if (options.owner.empty()) options.owner = probe_owner();
+      return ops::make_pod_source(*client, std::move(options));
+    }
+    case ops::Via::prometheus: break;
+  }
+  return fail(Errc::invalid_argument, fmt::format("--via {} is not built yet", ops::to_string(request.via)));
 }
 
 std::string_view via_words(ops::Via via) {

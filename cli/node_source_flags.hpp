@@ -9,6 +9,7 @@
 #include "command_doc.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/fleet/node_source.hpp"
+#include "probe_pod_flags.hpp"
 #include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
@@ -18,6 +19,7 @@ class AppContext;
 struct NodeSourceFlags {
   std::string via;  // empty: $GPUCTL_VIA, else ssh
   SshFlags ssh;
+  ProbePodFlags pod;
 };
 
 void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags);
@@ -25,6 +27,7 @@ void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags
 struct NodeSourceRequest {
   ops::Via via = ops::Via::ssh;
   SshRequest ssh;
+  ops::PodProbeOptions pod;  // --via pod
 };
 
 // Validates without I/O; the GPUCTL_* variables read through env.
