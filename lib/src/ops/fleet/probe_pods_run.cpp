@@ -98,6 +98,7 @@ class PodRun {
       if (util::cancelled()) return {};
       GPUCTL_TRY(start_pods(next));
       if (in_flight_.empty() && next == nodes_.size()) return {};
+      if (in_flight_.empty()) continue;  // every pod of the batch refused: start the next at once, no list
       if (!util::sleep_unless_cancelled(o_.poll_interval)) return {};
       GPUCTL_TRY(poll());
     }
