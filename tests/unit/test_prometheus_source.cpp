@@ -352,3 +352,34 @@ TEST_CASE("prometheus_source: a failed family query fails the whole read", "[pro
   REQUIRE_FALSE(r);
   CHECK(r.error().code == Errc::config);
 }
+
+namespace {
+
+// A transport that fails as libcurl's does when nothing listens (its message is written for the
+// API server).
+class RefusingTransport : public kube::Transport {
+ public:
+  Result<kube::HttpResponse> send(const kube::HttpRequest&) override {
+    return fail(Errc::transport,
+                "cannot connect to the API server http://127.0.0.1:9 (Failed to connect to 127.0.0.1 port 9 after 0 "
+                "ms: Couldn't connect to server); is it running and is the kubeconfig's server address right?");
+  }
+  Result<kube::HttpResponse> send_streaming(const kube::HttpRequest& r, const kube::BodyChunkHandler&) override {
+    return send(r);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("prometheus_source: an unreachable server is told without kubeconfig advice", "[prometheus_source]") {
+  RefusingTransport transport;
+  ops::PrometheusOptions options;
+  options.url = "http://127.0.0.1:9";
+  auto r = ops::prometheus_query(transport, options, "up", kNow);
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == Errc::transport);
+  CHECK(r.error().message ==
+        "Prometheus at http://127.0.0.1:9/api/v1/query could not be reached (Failed to connect to 127.0.0.1 port 9 "
+        "after 0 ms: Couldn't connect to server); check --prometheus-url (or $GPUCTL_PROMETHEUS_URL) and, for https, "
+        "--prometheus-ca-file");
+}

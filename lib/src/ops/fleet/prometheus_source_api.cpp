@@ -41,6 +41,19 @@ Error error_of(Errc code, std::string message, int http_status = 0) {
   return e;
 }
 
+// The transport's own reason (libcurl's words) out of its message, which is written for the API
+// server ("cannot connect to the API server X (REASON); is it running and is the kubeconfig's
+// server address right?"): the kubeconfig advice would mislead here.
+std::string transport_reason(const std::string& message) {
+  auto open = message.find(" (");
+  auto close = message.rfind("); ");
+  if (open != std::string::npos && close != std::string::npos && close > open) {
+    return message.substr(open + 2, close - open - 2);
+  }
+  auto colon = message.find(": ");
+  return colon == std::string::npos ? message : message.substr(colon + 2);
+}
+
 std::string base_url(const PrometheusOptions& options) {
   std::string url = options.url;
   while (!url.empty() && url.back() == '/') url.pop_back();
@@ -124,10 +137,11 @@ Result<std::vector<PromSample>> prometheus_query(kube::Transport& transport, con
   auto response = transport.send(request);
   if (!response) {
     Error e = response.error();
+    if (e.code == Errc::cancelled) return std::unexpected(e);
     e.message = fmt::format(
-        "Prometheus at {} could not be reached: {}; check --prometheus-url (or "
-        "$GPUCTL_PROMETHEUS_URL) and the TLS flags (--prometheus-ca-file)",
-        kube::redact_url(url), kube::redact_urls_in(e.message));
+        "Prometheus at {} could not be reached ({}); check --prometheus-url (or $GPUCTL_PROMETHEUS_URL) and, for "
+        "https, --prometheus-ca-file",
+        kube::redact_url(url), kube::redact_urls_in(transport_reason(e.message)));
     return std::unexpected(e);
   }
   const int status = response->status;
