@@ -1,6 +1,8 @@
 // gpuctl diagnose: the cluster's GPU failures, found, explained and ranked (issue 15). The checks,
 // the gathering and the schema live in lib/ops/diagnose; this file turns flags into a selection,
 // prints the report and picks the exit code.
+#include <map>
+
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -12,8 +14,8 @@
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
 #include "node_changes.hpp"
+#include "node_source_flags.hpp"
 #include "output_format.hpp"
-#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -35,7 +37,7 @@ struct DiagnoseOptions {
   std::string suppress_file;
   int gpu_memory_threshold = 90;
   bool no_ssh = false;
-  SshFlags ssh;
+  NodeSourceFlags source;
   bool list_checks = false;
   bool no_headers = false;
   std::string output;
@@ -128,7 +130,7 @@ struct Validated {
   std::optional<dx::Severity> fail_on;
   std::vector<const dx::Check*> selected;
   dx::Settings settings;
-  SshRequest ssh;
+  NodeSourceRequest source;
 };
 
 Result<Validated> validate(const DiagnoseOptions& o) {
@@ -153,7 +155,7 @@ Result<Validated> validate(const DiagnoseOptions& o) {
     return fail(Errc::invalid_argument, "--gpu-memory-threshold: a percentage from 1 to 100 (default 90)");
   }
   v.settings.gpu_memory_threshold_percent = o.gpu_memory_threshold;
-  GPUCTL_TRY_ASSIGN(v.ssh, validate_ssh_flags(o.ssh));
+  GPUCTL_TRY_ASSIGN(v.source, validate_node_source_flags(o.source));
   GPUCTL_TRY(validate_quarantine_flags(o.quarantine, o.no_ssh ? "--no-ssh" : o.list_checks ? "--list-checks" : ""));
   bool for_machines = v.format == Format::junit || v.format == Format::prometheus;
   if (o.list_checks && for_machines) {
@@ -211,16 +213,17 @@ Result<ExitCode> run_diagnose(const DiagnoseOptions& o, AppContext& ctx) {
                            o.all_namespaces ? std::string() : ctx.globals().namespace_name,
                            v.settings,
                            {}};
-  std::unique_ptr<ssh::Runner> runner;
+  std::unique_ptr<ops::NodeSource> source;
   if (!o.no_ssh && gather.sources.count(dx::Source::node_probes)) {
-    runner = ctx.ssh_runner(v.ssh.settings);
-    gather.probing = {runner.get(), "", v.ssh.address_rule, v.ssh.probe};
+    GPUCTL_TRY_ASSIGN(source, make_node_source(v.source, ctx));
+    gather.probing.source = source.get();
+    gather.probing.disabled_because = "";
   }
   auto& err = ctx.streams().err;
-  const bool progress = ctx.streams().err_is_terminal && runner;
+  const bool progress = ctx.streams().err_is_terminal && source;
   if (progress) {
-    gather.probing.probe.on_progress = [&err](std::size_t done, std::size_t total) {
-      err << fmt::format("\rreaching GPU nodes over ssh: {}/{}", done, total) << std::flush;
+    gather.probing.on_progress = [&err, words = via_words(v.source.via)](std::size_t done, std::size_t total) {
+      err << fmt::format("\rreading GPU nodes {}: {}/{}", words, done, total) << std::flush;
     };
   }
   // run
@@ -233,19 +236,18 @@ Result<ExitCode> run_diagnose(const DiagnoseOptions& o, AppContext& ctx) {
   bool found = false;
   bool skipped = false;
   for (const auto& f : report.findings) found = found || (v.fail_on && f.severity >= *v.fail_on);
-  std::vector<std::string> by_request;
+  std::map<std::string, std::vector<std::string>> by_request;  // why -> check ids
   for (const auto& c : report.checks) {
     if (c.status != dx::CheckStatus::skipped) continue;
-    if (c.by_request) {  // asked for (--no-ssh): said once, and not a reason for exit 5
-      by_request.push_back(c.id);
+    if (c.by_request) {  // asked for (--no-ssh, --via prometheus): said once, and not a reason for exit 5
+      by_request[c.skipped_because].push_back(c.id);
       continue;
     }
     skipped = true;
     ctx.warn(fmt::format("check {} skipped: {}", c.id, c.skipped_because));
   }
-  if (!by_request.empty()) {
-    ctx.warn(
-        fmt::format("{} node-side check(s) skipped (--no-ssh): {}", by_request.size(), fmt::join(by_request, ",")));
+  for (const auto& [why, ids] : by_request) {
+    ctx.warn(fmt::format("{} node-side check(s) skipped ({}): {}", ids.size(), why, fmt::join(ids, ",")));
   }
   render(o, ctx, report, snapshot, v.format);
   // Interrupted while probing: the report above covers what was reached; nodes not reached are
@@ -329,7 +331,7 @@ nodes qualify and neither --yes nor --dry-run was given, 1 when a cordon failed.
   cmd->add_option("--gpu-memory-threshold", o->gpu_memory_threshold,
                   "gpu-memory-high: a GPU above this percentage of its memory (default 90)");
   cmd->add_flag("--no-ssh", o->no_ssh, "Do not reach the nodes: skip the node-side checks (reported as skipped)");
-  add_ssh_flags(*cmd, ctx.help(), o->ssh);
+  add_node_source_flags(*cmd, ctx.help(), o->source);
   cmd->add_flag("--list-checks", o->list_checks, "List the checks and exit");
   cmd->add_flag("--no-headers", o->no_headers, "Print no headers and no remedies (for scripts)");
   completes(cmd->add_option("--suppress", o->suppress_file,

@@ -12,8 +12,8 @@
 #include "gpu_view_render.hpp"
 #include "gpuctl/util/cancel.hpp"
 #include "gpuctl/util/time.hpp"
+#include "node_source_flags.hpp"
 #include "output_format.hpp"
-#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 namespace {
@@ -21,7 +21,7 @@ namespace {
 struct GpusOptions {
   std::vector<std::string> names;
   std::string selector;
-  SshFlags ssh;
+  NodeSourceFlags source;
   std::string output;
   std::string failed_hosts;
   std::string watch;  // empty: once; else the interval
@@ -50,7 +50,7 @@ Result<void> write_failed_hosts(const std::string& path, const ops::GpuView& vie
 Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
-  GPUCTL_TRY_ASSIGN(SshRequest ssh, validate_ssh_flags(o.ssh));
+  GPUCTL_TRY_ASSIGN(NodeSourceRequest request, validate_node_source_flags(o.source));
   std::chrono::milliseconds interval{0};
   if (!o.watch.empty()) {
     auto parsed = util::parse_duration(o.watch);
@@ -61,22 +61,20 @@ Result<ExitCode> run_gpus(const GpusOptions& o, AppContext& ctx) {
   }
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
-  auto runner = ctx.ssh_runner(ssh.settings);
+  GPUCTL_TRY_ASSIGN(std::unique_ptr<ops::NodeSource> source, make_node_source(request, ctx));
   ops::GpuViewOptions options;
   options.names = o.names;
   options.label_selector = o.selector;
-  options.address_rule = ssh.address_rule;
-  options.probe = ssh.probe;
   auto& err = ctx.streams().err;
   const bool progress = ctx.streams().err_is_terminal;
   if (progress) {
-    options.probe.on_progress = [&err](std::size_t done, std::size_t total) {
-      err << fmt::format("\rreaching nodes over ssh: {}/{}", done, total) << std::flush;
+    options.on_progress = [&err, words = via_words(request.via)](std::size_t done, std::size_t total) {
+      err << fmt::format("\rreading nodes {}: {}/{}", words, done, total) << std::flush;
     };
   }
   // run
   for (int frame = 0;; frame++) {
-    GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *runner, options));
+    GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *source, options));
     if (progress) err << "\r\033[K" << std::flush;
     for (const auto& skipped : view.skipped) ctx.warn(skipped);
     for (const auto& warning : view.warnings) ctx.warn(warning);
@@ -128,7 +126,7 @@ exits 130 (143 for SIGTERM).)",
          "gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed)"}}});
   completes(cmd->add_option("nodes", o->names, "NODE... (default: every GPU node)"), ctx.help(), ValueKind::node);
   add_selector_flag(*cmd, ctx.help(), o->selector);
-  add_ssh_flags(*cmd, ctx.help(), o->ssh);
+  add_node_source_flags(*cmd, ctx.help(), o->source);
   add_output_flag(*cmd, ctx.help(), o->output, {"table", "json", "yaml"});
   cmd->add_option("--failed-hosts", o->failed_hosts,
                   "Write the names of the nodes that did not fully answer to FILE, one a line");

@@ -7,8 +7,8 @@
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/output/table.hpp"
 #include "gpuctl/util/time.hpp"
+#include "node_source_flags.hpp"
 #include "output_format.hpp"
-#include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
 
@@ -23,7 +23,7 @@ struct NodesOptions {
   std::string output;
   bool from_cache = false;
   bool live = false;
-  SshFlags ssh;
+  NodeSourceFlags source;
 };
 
 using LiveByNode = std::map<std::string, ops::LiveSummary>;
@@ -179,9 +179,9 @@ std::string node_table(const ops::NodeInventory& inv, bool wide, const NodesOpti
 Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
   // validate (no I/O)
   GPUCTL_TRY_ASSIGN(OutputFormat format, parse_output_format(o.output));
-  std::optional<SshRequest> ssh;
+  std::optional<NodeSourceRequest> ssh;
   if (o.live) {
-    GPUCTL_TRY_ASSIGN(ssh, validate_ssh_flags(o.ssh));
+    GPUCTL_TRY_ASSIGN(ssh, validate_node_source_flags(o.source));
   }
   // complete
   GPUCTL_TRY_ASSIGN(kube::Client * client, ctx.client());
@@ -199,11 +199,9 @@ Result<ExitCode> run_nodes(const NodesOptions& o, AppContext& ctx) {
     for (const auto& n : inventory.nodes) {
       if (n.gpu_node) view_options.names.push_back(n.name);
     }
-    view_options.address_rule = ssh->address_rule;
-    view_options.probe = ssh->probe;
     if (!view_options.names.empty()) {
-      GPUCTL_TRY_ASSIGN(ops::GpuView view,
-                        ops::collect_gpu_view(*client, *ctx.ssh_runner(ssh->settings), view_options));
+      GPUCTL_TRY_ASSIGN(std::unique_ptr<ops::NodeSource> source, make_node_source(*ssh, ctx));
+      GPUCTL_TRY_ASSIGN(ops::GpuView view, ops::collect_gpu_view(*client, *source, view_options));
       for (const auto& v : view.nodes) {
         live[v.kube.name] = ops::summarize(v.probe);
         all_answered = all_answered && v.probe.outcome == "ok";
@@ -264,9 +262,9 @@ the GPU requests of the non-terminal pods bound to the node; UNHEALTHY is capaci
   add_output_flag(*cmd, ctx.help(), o->output, {"table", "wide", "json", "yaml", "name"});
   cmd->add_flag(
       "--live", o->live,
-      "Also ask every GPU node over ssh (as 'gpuctl gpus' does): driver version, GPU utilization, memory used; "
-      "exit code 1 when a node did not answer");
-  add_ssh_flags(*cmd, ctx.help(), o->ssh);
+      "Also read every GPU node's live data (as 'gpuctl gpus' does, --via ssh, pod or prometheus): driver version, "
+      "GPU utilization, memory used; exit code 1 when a node did not answer");
+  add_node_source_flags(*cmd, ctx.help(), o->source);
   cmd->callback([o, &ctx] { ctx.run = [o, &ctx] { return run_nodes(*o, ctx); }; });
 }
 

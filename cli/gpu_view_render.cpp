@@ -118,7 +118,7 @@ std::pair<std::string, std::string> dra_cells(const ops::NodeGpuView& v, const g
 
 std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
   output::Table nodes(
-      {"NODE", "STATUS", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
+      {"NODE", "STATUS", "VIA", "PRODUCT", "DRIVER", "CUDA", "GPUS", "K8S-ALLOCATABLE", "K8S-USED", "GPU-PODS"});
   // Where GPUs are DRA devices, each GPU's device and the pods holding it, exactly.
   bool dra = std::any_of(view.nodes.begin(), view.nodes.end(), [](const auto& v) { return !v.dra_devices.empty(); });
   std::vector<std::string> gpu_headers = {"NODE", "GPU",   "NAME",       "UTIL",  "MEMORY",
@@ -129,7 +129,7 @@ std::string render_gpu_view(const ops::GpuView& view, const GpuViewRender& o) {
     const auto* r = v.probe.report ? &*v.probe.report : nullptr;
     std::string answered = r ? fmt::format("{}", r->gpus.size()) : "-";
     if (r && !r->failed_gpus.empty()) answered += fmt::format(" (+{} failed)", r->failed_gpus.size());
-    nodes.add_row({Cell(v.kube.name), Cell(v.probe.outcome, outcome_style(v.probe.outcome)),
+    nodes.add_row({Cell(v.kube.name), Cell(v.probe.outcome, outcome_style(v.probe.outcome)), Cell(v.probe.via),
                    Cell(v.kube.product.empty() ? "<none>" : v.kube.product), Cell(r ? or_dash(r->driver_version) : "-"),
                    Cell(r ? or_dash(r->cuda_version) : "-"), Cell(answered),
                    Cell(std::to_string(v.kube.offered().allocatable)), Cell(std::to_string(v.kube.offered().used)),

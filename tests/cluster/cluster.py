@@ -59,6 +59,7 @@ import sim_metrics  # noqa: E402  (tests/cluster: metrics.k8s.io from metrics-se
 import sim_prometheus  # noqa: E402  (tests/cluster: Prometheus scraping dcgm-exporter expositions, on request)
 import sim_host  # noqa: E402  (tests/cluster: a simulated host's settings beyond its mode)
 import sim_dra  # noqa: E402  (tests/cluster: GPUs as DRA devices, published as NVIDIA's DRA driver does)
+import sim_probe_pods  # noqa: E402  (tests/cluster: the kubelet of gpuctl's probe pods, --via pod)
 import fake_nvidia_smi  # noqa: E402  (tests/cluster: checks those settings against the host's capture)
 
 HERE = Path(__file__).resolve().parent
@@ -740,6 +741,9 @@ def kwok_stages():
         for d in y.safe_load_all(f.read_text()):
             if not d:
                 continue
+            if d["metadata"]["name"] == "pod-ready":
+                # gpuctl's probe pods run on sim_probe_pods.py, which sets their status itself.
+                d["spec"]["selector"]["matchExpressions"].append(sim_probe_pods.kwok_stage_selector())
             if d["metadata"]["name"] == "pod-complete":
                 # Job pods labelled with an outcome (or kwok's chaos label) are left to those stages.
                 d["spec"]["selector"]["matchExpressions"] += [
@@ -1057,6 +1061,10 @@ class Cluster:
             "--tls-cert-file=%s" % (P / "kubelet.crt"), "--tls-private-key-file=%s" % (P / "kubelet.key")])
         self.save()
 
+        # The kubelet of gpuctl's probe pods (--via pod): runs their command on the node's sshd host.
+        procs_extra = self.state.setdefault("extra_procs", {})
+        procs_extra["probe-pods"] = self.spawn("probe-pods", sim_probe_pods.command(self.dir))
+        self.save()
         self.bootstrap_rbac()
         self.ensure_device_classes()
 

@@ -12,6 +12,7 @@
 #include "fakes/test_support.hpp"
 #include "gpuctl/gpu/probe.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
+#include "gpuctl/ops/fleet/node_source.hpp"
 
 using nlohmann::json;
 using namespace gpuctl;
@@ -98,10 +99,11 @@ struct Fleet {
 TEST_CASE("collect_gpu_view probes every GPU node once through the runner and joins Kubernetes' view", "[gpus][ssh]") {
   Fleet f;
   ops::GpuViewOptions options;
-  options.probe.fanout = 7;
+  ops::ProbeOptions probe;
+  probe.fanout = 7;
   std::vector<std::pair<std::size_t, std::size_t>> progress;
-  options.probe.on_progress = [&](std::size_t done, std::size_t total) { progress.emplace_back(done, total); };
-  auto view = ops::collect_gpu_view(*f.fc.client, f.ssh, options);
+  options.on_progress = [&](std::size_t done, std::size_t total) { progress.emplace_back(done, total); };
+  auto view = ops::collect_gpu_view(*f.fc.client, *ops::make_ssh_source(f.ssh, {}, probe), options);
   REQUIRE(view);
 
   // One fan-out for the fleet, the fixed probe, only nodes with an address, never the CPU node.
@@ -151,7 +153,7 @@ TEST_CASE("collect_gpu_view refuses names that are not nodes before reaching any
   Fleet f;
   ops::GpuViewOptions options;
   options.names = {"gpu-a", "gpu-zz"};
-  auto view = ops::collect_gpu_view(*f.fc.client, f.ssh, options);
+  auto view = ops::collect_gpu_view(*f.fc.client, *ops::make_ssh_source(f.ssh, {}, {}), options);
   REQUIRE_FALSE(view);
   CHECK(view.error().message.find("no such node: gpu-zz") != std::string::npos);
   CHECK(f.ssh.calls().empty());
@@ -165,7 +167,7 @@ TEST_CASE("collect_gpu_view fails on a refused pod list before reaching any host
               json_answer(403, R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403,)"
                                R"("message":"pods is forbidden: User \"ops\" cannot list resource \"pods\""})"),
               node_pods_selector("gpu-a"));
-  auto view = ops::collect_gpu_view(*fc.client, ssh, ops::GpuViewOptions{});
+  auto view = ops::collect_gpu_view(*fc.client, *ops::make_ssh_source(ssh, {}, {}), ops::GpuViewOptions{});
   REQUIRE_FALSE(view);
   CHECK(view.error().message.find("forbidden") != std::string::npos);
   CHECK(ssh.calls().empty());
@@ -191,7 +193,7 @@ TEST_CASE("more chosen nodes than per-node lists are worth: one list of bound po
   first["metadata"]["remainingItemCount"] = nodes.size() - 1;
   fc.fake->on("GET", "/api/v1/nodes", json_answer(200, first.dump()), "limit=1");
   fc.fake->on("GET", "/api/v1/pods", json_answer(200, list_of(pods).dump()), kPodSelector);
-  auto view = ops::collect_gpu_view(*fc.client, ssh, options);
+  auto view = ops::collect_gpu_view(*fc.client, *ops::make_ssh_source(ssh, {}, {}), options);
   REQUIRE(view);
   CHECK(fc.fake->unexpected().empty());
   REQUIRE(view->nodes.size() == ops::kPerNodePodListMax + 1);
@@ -220,7 +222,7 @@ TEST_CASE("a small share of a large cluster is read node by node, whatever the n
   json first = list_of({nodes[0]});
   first["metadata"]["remainingItemCount"] = 4 * chosen;  // the selector chose under a quarter
   fc.fake->on("GET", "/api/v1/nodes", json_answer(200, first.dump()), "limit=1");
-  auto view = ops::collect_gpu_view(*fc.client, ssh, options);
+  auto view = ops::collect_gpu_view(*fc.client, *ops::make_ssh_source(ssh, {}, {}), options);
   REQUIRE(view);
   CHECK(fc.fake->unexpected().empty());
   REQUIRE(view->nodes.size() == chosen);
@@ -235,7 +237,7 @@ TEST_CASE("a named non-GPU node is probed all the same, and a host's broken outp
   f.ssh.on("10.0.0.9", testing::remote_ran("Welcome to cpu-0\n", 0));
   ops::GpuViewOptions options;
   options.names = {"cpu-0", "gpu-a"};
-  auto view = ops::collect_gpu_view(*f.fc.client, f.ssh, options);
+  auto view = ops::collect_gpu_view(*f.fc.client, *ops::make_ssh_source(f.ssh, {}, {}), options);
   REQUIRE(view);
   REQUIRE(f.ssh.calls().size() == 1);
   CHECK(f.ssh.calls()[0].addresses == std::vector<std::string>{"10.0.0.9", "10.0.0.1"});

@@ -27,6 +27,11 @@ namespace {
 //  K, kj, kd, kr  the kernel log's NVIDIA lines (NVRM: Xid and driver messages, SXid: NVSwitch),
 //                 the last 2,000, from the journal, dmesg with ISO times, or plain dmesg. The
 //                 window is the current boot; gpuctl keeps the lines within --since by their time.
+//  GPUCTL_PROBE_UNPRIVILEGED=1, set by `--via pod` in a pod that is not privileged: the kernel log
+//                 and the host's processes are out of its sight, so the kernel step is skipped
+//                 ("kernel-source skipped") and so is the Fabric Manager check (a pgrep inside the
+//                 pod would say "not running" on every node). Read from the environment, so the
+//                 script stays one constant; over ssh nobody sets it.
 //  g              the GPU queries: whole query; -L (unless nvidia-smi is missing); NVLink status
 //                 when the whole query answered (exit 0, or 14 = infoROM warning); else the
 //                 indices from -L (else one per /dev/nvidiaN), a query per index, the CSV when
@@ -57,15 +62,16 @@ constexpr std::string_view kScript =
     "retired_pages.pending,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max "
     "--format=csv; [ $r = 0 ] || s text nvidia-smi -q; return 0; }; "
     "echo \"$P start\"; "
+    "if [ \"${GPUCTL_PROBE_UNPRIVILEGED:-}\" = 1 ]; then echo \"$P kernel-source skipped\"; else "
     "w=none; if [ -n \"$(journalctl -k -b -q --no-pager -n 1 2>/dev/null </dev/null)\" ]; then w=journal; "
     "elif dmesg --time-format iso >/dev/null 2>&1 </dev/null; then w=dmesg-iso; "
     "elif dmesg >/dev/null 2>&1 </dev/null; then w=dmesg; fi; "
     "echo \"$P kernel-source $w\"; "
-    "case $w in journal) s kernel kj;; dmesg-iso) s kernel kd;; *) s kernel kr;; esac; "
+    "case $w in journal) s kernel kj;; dmesg-iso) s kernel kd;; *) s kernel kr;; esac; fi; "
     "echo \"$P clock $(date +%s) $(cut -d\" \" -f1 /proc/uptime 2>/dev/null)\"; "
     "n=0; for f in /dev/nvidia-nvswitch[0-9]*; do [ -e \"$f\" ] && n=$((n+1)); done; "
     "echo \"$P nvswitches $n\"; "
-    "[ $n = 0 ] || s fabricmanager pgrep -x nv-fabricmanager; "
+    "[ $n = 0 ] || [ \"${GPUCTL_PROBE_UNPRIVILEGED:-}\" = 1 ] || s fabricmanager pgrep -x nv-fabricmanager; "
     "g; "
     "echo \"$P done\"";
 

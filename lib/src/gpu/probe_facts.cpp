@@ -24,6 +24,11 @@ void read_kernel_log(NodeFacts& facts, const ProbeTranscript& t) {
   facts.clock_unix_s = t.clock_unix_s;
   const ProbeStep* step = find_step(t, "kernel");
   if (t.kernel_source.empty()) return;  // an older probe, or cut off before it
+  if (t.kernel_source == "skipped") {
+    facts.kernel_log_error =
+        "the kernel log is not read by an unprivileged probe pod: run with --probe-privileged to read it";
+    return;
+  }
   if (step == nullptr || !step->exit_code) {
     facts.kernel_log_error = "the kernel log was cut off (output cap or deadline)";
     return;

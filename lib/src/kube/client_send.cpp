@@ -132,8 +132,10 @@ Result<HttpResponse> Client::send_impl(HttpRequest request, const BodyChunkHandl
   Deadline deadline;
   if (request.timeout.count() > 0) deadline = std::chrono::steady_clock::now() + request.timeout;
   for (int attempt = 1;; ++attempt) {
-    // Interrupted (util/cancel.hpp): send nothing new, not even a retry.
-    if (util::cancelled()) return fail(util::cancelled_error(request.method + " request not sent"));
+    // Interrupted (util/cancel.hpp): send nothing new, not even a retry, except the clean-up the
+    // interrupted operation owes (util::CleanupScope).
+    if (util::cancelled() && !util::in_cleanup_scope())
+      return fail(util::cancelled_error(request.method + " request not sent"));
     HttpRequest wire = request;
     wire.headers = base_headers;
     std::optional<ExecCredential> sent_with;

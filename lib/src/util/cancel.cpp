@@ -153,6 +153,14 @@ int registered_children() noexcept {
       std::count_if(std::begin(g_children), std::end(g_children), [](const auto& s) { return s.load() != 0; }));
 }
 
+namespace {
+thread_local int t_cleanup_depth = 0;
+}  // namespace
+
+CleanupScope::CleanupScope() noexcept { ++t_cleanup_depth; }
+CleanupScope::~CleanupScope() { --t_cleanup_depth; }
+bool in_cleanup_scope() noexcept { return t_cleanup_depth > 0; }
+
 void reset_cancel_for_tests() {
   make_pipe();
   char buffer[64];

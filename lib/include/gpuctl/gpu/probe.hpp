@@ -27,7 +27,8 @@
 // Output framing. Every line the script prints starts with one of:
 //   "@@gpuctl-probe-v1@@ "  a control line: "start", "begin <step>", "end <step> rc=<n>",
 //                           "indices <list|dev|none> <n>...", "kernel-source <journal|dmesg-iso|
-//                           dmesg|none>", "clock <unix seconds> <uptime seconds>",
+//                           dmesg|none|skipped>" (skipped: GPUCTL_PROBE_UNPRIVILEGED=1 in the
+//                           environment, an unprivileged probe pod), "clock <unix seconds> <uptime seconds>",
 //                           "nvswitches <n>", "done";
 //   "o "                    one line of the current step's stdout;
 //   "e "                    one line of the current step's stderr (printed after its stdout).
@@ -77,7 +78,7 @@ struct ProbeTranscript {
   std::string indices_source;            // "list", "dev", "none", or empty when not printed
   std::vector<int> indices;              // the per-GPU fallback's indices
   std::vector<std::string> stray_lines;  // lines outside the framing (shell noise, motd, garbage)
-  std::string kernel_source;             // "journal", "dmesg-iso", "dmesg", "none"; empty: not said
+  std::string kernel_source;             // "journal", "dmesg-iso", "dmesg", "none", "skipped"; empty: not said
   std::optional<std::int64_t> clock_unix_s;
   std::optional<double> uptime_s;
   std::optional<int> nvswitches;
@@ -102,8 +103,8 @@ struct FailedGpu {
 
 // What the probe read besides nvidia-smi's GPU queries.
 struct NodeFacts {
-  // The kernel log: where it came from ("journal", "dmesg-iso", "dmesg", "none"; empty when the
-  // probe did not read it), why it could not be read, and its NVIDIA events (unix times filled in
+  // The kernel log: where it came from ("journal", "dmesg-iso", "dmesg", "none", "skipped" in an
+  // unprivileged probe pod; empty when the probe did not say), why it could not be read, and its NVIDIA events (unix times filled in
   // from the node's clock for dmesg's seconds-since-boot).
   std::string kernel_log_source;
   std::string kernel_log_error;

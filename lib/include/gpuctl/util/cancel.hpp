@@ -48,6 +48,19 @@ void unregister_child(pid_t target) noexcept;
 // How many children are registered now (tests).
 int registered_children() noexcept;
 
+// Within its scope, API requests made by this thread are sent even after cancellation (the kube
+// client otherwise refuses to start one): for the clean-up an interrupted operation owes the
+// cluster, such as deleting the probe pods it made. Sleeps and cancelled() are unchanged.
+class CleanupScope {
+ public:
+  CleanupScope() noexcept;
+  ~CleanupScope();
+  CleanupScope(const CleanupScope&) = delete;
+  CleanupScope& operator=(const CleanupScope&) = delete;
+};
+// Whether this thread is inside a CleanupScope.
+bool in_cleanup_scope() noexcept;
+
 // Tests only: forget the signal (the pipe is emptied) so later tests run uncancelled.
 void reset_cancel_for_tests();
 

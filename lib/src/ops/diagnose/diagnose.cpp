@@ -112,10 +112,26 @@ Result<std::vector<const Check*>> select_checks(const Selection& selection) {
 
 namespace {
 
-// Why `check` cannot run on `snapshot`: its first unreadable list; "" when all were read.
+bool needs_probes(const Check& check) {
+  return std::find(check.needs.begin(), check.needs.end(), Source::node_probes) != check.needs.end();
+}
+
+// A node-side check the node data cannot answer: the DCGM exporter's metrics say nothing of a
+// driver that does not load, nvidia-smi's warnings or the NVLink state, so such a check is
+// skipped with that reason instead of passing on nothing.
+bool unanswerable_from_source(const Check& check, const Snapshot& snapshot) {
+  return snapshot.probes_via == "prometheus" && needs_probes(check) && !check.from_metrics;
+}
+
+// Why `check` cannot run on `snapshot`: what the caller chose not to read, what the node source
+// cannot answer, its first unreadable list; "" when all were read.
 std::string missing_list(const Check& check, const Snapshot& snapshot) {
   for (Source s : check.needs) {
     if (auto it = snapshot.not_wanted.find(s); it != snapshot.not_wanted.end()) return it->second;
+  }
+  if (unanswerable_from_source(check, snapshot)) {
+    return "the DCGM exporter's metrics cannot answer it (--via prometheus): it needs nvidia-smi on the node "
+           "(--via ssh or --via pod)";
   }
   for (Source s : check.needs) {
     auto it = snapshot.unavailable.find(s);
@@ -132,7 +148,9 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
     CheckRun run{std::string(check->id), CheckStatus::pass, missing_list(*check, snapshot)};
     if (!run.skipped_because.empty()) {
       run.status = CheckStatus::skipped;
-      run.by_request = std::any_of(check->needs.begin(), check->needs.end(),
+      // The caller's choice (--no-ssh, --via prometheus), not a failure: not a reason for exit 5.
+      run.by_request = unanswerable_from_source(*check, snapshot) ||
+                       std::any_of(check->needs.begin(), check->needs.end(),
                                    [&](Source s) { return snapshot.not_wanted.count(s) > 0; });
     } else {
       auto started = std::chrono::steady_clock::now();

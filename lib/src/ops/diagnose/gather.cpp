@@ -23,6 +23,7 @@
 #include "gpuctl/ops/diagnose/diagnose.hpp"
 #include "gpuctl/ops/dra/dra.hpp"
 #include "gpuctl/ops/fleet/gpus.hpp"
+#include "gpuctl/ops/fleet/node_source.hpp"
 #include "gpuctl/ops/jobs/job_failure_cause.hpp"
 #include "gpuctl/ops/nodes/nodes.hpp"
 #include "gpuctl/util/time.hpp"
@@ -256,15 +257,16 @@ Result<void> read_derived(kube::Client& client, const GatherOptions& options, Sn
   return {};
 }
 
-// The GPU nodes of the snapshot probed over ssh, while the other lists are still being read.
+// The GPU nodes of the snapshot read through the node source, while the other lists are still
+// being read.
 using Probing = std::future<Result<std::vector<NodeProbe>>>;
 Probing start_probing(const NodeProbing& probing, const std::vector<json>& nodes) {
   std::vector<json> gpu_nodes;
   for (const auto& n : nodes) {
     if (is_gpu_node(n)) gpu_nodes.push_back(n);
   }
-  return std::async(std::launch::async, [&probing, targets = probe_targets(gpu_nodes, probing.address_rule)] {
-    return probe_nodes(*probing.runner, targets, probing.probe);
+  return std::async(std::launch::async, [&probing, gpu_nodes = std::move(gpu_nodes)] {
+    return probing.source->read(gpu_nodes, probing.on_progress);
   });
 }
 
@@ -338,7 +340,7 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
   snapshot.now = std::chrono::system_clock::now();
   snapshot.settings = options.settings;
   const bool probe = options.sources.count(Source::node_probes) > 0;
-  if (probe && options.probing.runner == nullptr)
+  if (probe && options.probing.source == nullptr)
     snapshot.not_wanted[Source::node_probes] = options.probing.disabled_because;
   std::optional<DraReading> dra;
   if (options.sources.count(Source::dra)) dra = start_dra(client);
@@ -354,7 +356,7 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
     } else {
       snapshot.unavailable[source] = result.error().message;
     }
-    if (source == Source::nodes && result && probe && options.probing.runner != nullptr) {
+    if (source == Source::nodes && result && probe && options.probing.source != nullptr) {
       probing = start_probing(options.probing, snapshot.lists[Source::nodes]);
     }
   }
@@ -368,11 +370,14 @@ Result<Snapshot> gather(kube::Client& client, const GatherOptions& options) {
       snapshot.unavailable[Source::dra] = inventory.error().message;
     }
   }
-  if (probe && options.probing.runner != nullptr && !probing) {
+  if (probe && options.probing.source != nullptr && !probing) {
     snapshot.unavailable[Source::node_probes] = "could not list nodes";
   }
   Result<void> derived = fatal ? Result<void>{} : read_derived(client, options, snapshot);
-  if (probing) record_probes(snapshot, probing->get());  // waited for whatever happened above
+  if (probing) {
+    snapshot.probes_via = std::string(to_string(options.probing.source->via()));
+    record_probes(snapshot, probing->get());
+  }  // waited for whatever happened above
   if (fatal) return fail(*fatal);
   GPUCTL_TRY(derived);
   return snapshot;

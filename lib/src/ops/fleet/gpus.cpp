@@ -14,6 +14,7 @@
 #include "gpuctl/kube/protobuf.hpp"
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
+#include "gpuctl/ops/fleet/node_source.hpp"
 #include "gpus_pods.hpp"
 
 namespace gpuctl::ops {
@@ -226,7 +227,7 @@ bool read_pods_per_node(kube::Client& client, const GpuViewOptions& options, std
 
 }  // namespace
 
-Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options) {
+Result<GpuView> collect_gpu_view(kube::Client& client, NodeSource& source, const GpuViewOptions& options) {
   GPUCTL_TRY_ASSIGN(std::vector<json> nodes, list_candidate_nodes(client, options));
   GpuView view;
   std::set<std::string> malformed = drop_malformed_nodes(nodes, view.skipped);
@@ -255,7 +256,7 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
     dra_options.classes = false;
     return collect_dra(client, dra_options);
   });
-  auto probed = probe_nodes(runner, probe_targets(chosen, options.address_rule), options.probe);
+  auto probed = source.read(chosen, options.on_progress);
   GPUCTL_TRY_ASSIGN(ChosenPods pods, pods_read.get());
   GPUCTL_TRY_ASSIGN(DraInventory dra, dra_read.get());
   GPUCTL_TRY(probed);
@@ -285,114 +286,6 @@ Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, cons
   for (const auto& v : view.nodes) sorted.push_back(v.probe);
   view.failures = group_failures(sorted);
   return view;
-}
-
-LiveSummary summarize(const NodeProbe& probe) {
-  LiveSummary live;
-  live.outcome = probe.outcome;
-  live.message = probe.message;
-  if (!probe.report) return live;
-  const auto& r = *probe.report;
-  if (r.driver_version) live.driver_version = *r.driver_version;
-  double sum = 0;
-  int counted = 0;
-  for (const auto& g : r.gpus) {
-    live.gpus_answered++;
-    if (g.utilization.gpu_percent) {
-      sum += *g.utilization.gpu_percent;
-      counted++;
-    }
-    if (g.memory.used_mib && g.memory.total_mib) {
-      live.memory_used_mib = kube::saturating_add(live.memory_used_mib, *g.memory.used_mib);
-      live.memory_total_mib = kube::saturating_add(live.memory_total_mib, *g.memory.total_mib);
-    }
-  }
-  if (counted > 0) live.utilization_percent = sum / counted;
-  return live;
-}
-
-json to_json(const LiveSummary& live) {
-  return {{"outcome", live.outcome},
-          {"message", live.message.empty() ? json(nullptr) : json(live.message)},
-          {"driverVersion", live.driver_version.empty() ? json(nullptr) : json(live.driver_version)},
-          {"gpusAnswered", live.gpus_answered},
-          {"utilizationPercent", live.utilization_percent ? json(*live.utilization_percent) : json(nullptr)},
-          {"memoryUsedMiB", live.memory_total_mib > 0 ? json(live.memory_used_mib) : json(nullptr)},
-          {"memoryTotalMiB", live.memory_total_mib > 0 ? json(live.memory_total_mib) : json(nullptr)}};
-}
-
-json to_json(const NodeInventory& inventory, const std::map<std::string, LiveSummary>& live) {
-  json doc = to_json(inventory);
-  for (auto& item : doc["items"]) {
-    auto it = live.find(kube::string_field(item, "name"));
-    item["live"] = it == live.end() ? json(nullptr) : to_json(it->second);
-  }
-  return doc;
-}
-
-json to_json(const DraDeviceHolding& h) {
-  json j = {{"device", h.device.name},
-            {"type", to_string(h.device.type)},
-            {"uuid", h.device.uuid.empty() ? json(nullptr) : json(h.device.uuid)},
-            {"profile", h.device.profile.empty() ? json(nullptr) : json(h.device.profile)},
-            {"unhealthy", h.device.unhealthy()},
-            {"claim", nullptr},
-            {"pods", h.pods}};
-  if (!h.claim_name.empty()) {
-    j["claim"] = {{"namespace", h.claim_namespace}, {"name", h.claim_name}, {"extendedResource", h.extended_resource}};
-  }
-  return j;
-}
-
-json to_json(const GpuView& view) {
-  json items = json::array();
-  for (const auto& v : view.nodes) {
-    json pods = json::array();
-    for (const auto& p : v.pods)
-      pods.push_back({{"namespace", p.namespace_name}, {"name", p.name}, {"resources", p.resources}});
-    json dra_devices = json::array();
-    for (const auto& h : v.dra_devices) dra_devices.push_back(to_json(h));
-    json gpus = json::array();
-    json failed_gpus = json::array();
-    json driver = nullptr, cuda = nullptr;
-    if (v.probe.report) {
-      for (const auto& g : v.probe.report->gpus) {
-        json gpu = g;
-        // Which DRA device this GPU is, and which claim and pods hold it (null: not a DRA GPU).
-        auto devices = v.dra_devices_of(g.uuid ? *g.uuid : std::string());
-        json dra = json::array();
-        for (const auto* h : devices) dra.push_back(to_json(*h));
-        gpu["dra"] = devices.empty() ? json(nullptr) : dra;
-        gpus.push_back(std::move(gpu));
-      }
-      for (const auto& f : v.probe.report->failed_gpus) failed_gpus.push_back(f);
-      if (v.probe.report->driver_version) driver = *v.probe.report->driver_version;
-      if (v.probe.report->cuda_version) cuda = *v.probe.report->cuda_version;
-    }
-    items.push_back({{"name", v.kube.name},
-                     {"product", v.kube.product.empty() ? json(nullptr) : json(v.kube.product)},
-                     {"address", v.probe.address.empty() ? json(nullptr) : json(v.probe.address)},
-                     {"outcome", v.probe.outcome},
-                     {"message", v.probe.message.empty() ? json(nullptr) : json(v.probe.message)},
-                     {"durationMs", v.probe.duration.count()},
-                     {"kubernetes",
-                      {{"capacity", v.kube.gpus.capacity},
-                       {"allocatable", v.kube.gpus.allocatable},
-                       {"used", v.kube.gpus.used},
-                       {"free", v.kube.gpus.free()},
-                       {"source", v.kube.source},
-                       {"pods", pods}}},
-                     {"draDevices", dra_devices},
-                     {"driverVersion", driver},
-                     {"cudaVersion", cuda},
-                     {"gpus", gpus},
-                     {"failedGpus", failed_gpus}});
-  }
-  json failures = json::array();
-  for (const auto& g : view.failures) {
-    failures.push_back({{"outcome", g.outcome}, {"message", g.message}, {"count", g.nodes.size()}, {"nodes", g.nodes}});
-  }
-  return schema_document("GPUList", {{"items", items}, {"failures", failures}});
 }
 
 }  // namespace gpuctl::ops

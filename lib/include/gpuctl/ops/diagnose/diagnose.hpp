@@ -5,7 +5,9 @@
 // snapshot is read once, whatever the number of checks; a list that could not be read (RBAC, an
 // error) skips the checks that need it, with the reason, and never stops the others.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -124,7 +126,8 @@ struct Snapshot {
   std::map<Source, std::string> unavailable;             // why a list could not be read ("forbidden: ...")
   std::map<Source, std::string> not_wanted;              // what the caller chose not to read, and how ("--no-ssh")
   std::map<std::string, NodeProbe, std::less<>> probes;  // Source::node_probes, by node name
-  std::optional<DraInventory> dra;                       // Source::dra; nullopt when not read
+  std::string probes_via;           // where node_probes came from: "ssh", "pod", "prometheus" ("" when not read)
+  std::optional<DraInventory> dra;  // Source::dra; nullopt when not read
 
   // The list, or an empty one when it was not read.
   const std::vector<nlohmann::json>& list(Source source) const;
@@ -140,6 +143,10 @@ struct Check {
   // Read when they can be: the check still runs without them, saying less (gpu-pods-pending
   // names an unbound claim only when PVCs are readable).
   std::vector<Source> uses_if_readable = {};
+  // A node-side check the DCGM exporter's metrics can answer (--via prometheus); the others need
+  // nvidia-smi on the node (a driver that does not load, warnings, NVLink state) and are skipped
+  // with that reason when the node data came from Prometheus, never passed.
+  bool from_metrics = false;
 };
 
 // Every check, in the order they run and are listed.
@@ -348,13 +355,13 @@ nlohmann::json checks_to_json(const std::vector<const Check*>& listed);
 
 // What to read: the lists the selected checks need (needed_sources), nodes by `label_selector`
 // (-l), the namespaced lists of `namespace_name` ("" for every namespace).
-// How the GPU nodes are reached over ssh (Source::node_probes): the runner and the ssh flags `gpus`
-// takes. Without a runner the node-side checks are skipped with `disabled_because`.
+// How the GPU nodes' data is read (Source::node_probes): the node source (ssh, probe pods or
+// Prometheus, fleet/node_source.hpp) and its progress. Without a source the node-side checks are
+// skipped with `disabled_because`.
 struct NodeProbing {
-  ssh::Runner* runner = nullptr;
+  NodeSource* source = nullptr;
   std::string disabled_because = "--no-ssh";  // recorded in Snapshot::not_wanted
-  ssh::AddressRule address_rule;
-  ProbeOptions probe;
+  std::function<void(std::size_t, std::size_t)> on_progress;
 };
 
 struct GatherOptions {

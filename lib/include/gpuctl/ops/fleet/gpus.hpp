@@ -27,6 +27,8 @@ class Client;
 
 namespace gpuctl::ops {
 
+class NodeSource;  // node_source.hpp
+
 // One node reached (or not) over ssh.
 struct NodeProbe {
   std::string node;
@@ -136,21 +138,22 @@ inline constexpr std::int64_t kPerNodeShare = 4;
 struct GpuViewOptions {
   std::vector<std::string> names;  // empty: every GPU node (or the selector's)
   std::string label_selector;
-  ssh::AddressRule address_rule;
-  ProbeOptions probe;
+  // Progress of the node source: (done, total) as each node's data is in.
+  std::function<void(std::size_t, std::size_t)> on_progress;
   bool dra = true;  // read ResourceSlices and ResourceClaims where served, to say which pod has which GPU
 };
 
-// Two paginated lists (nodes, bound pods) and the DRA objects where served, then the fan-out
-// through `runner`. Names that are not
-// nodes are an error naming them (nothing is probed); nodes that are not GPU nodes are probed
+// Two paginated lists (nodes, bound pods) and the DRA objects where served, then the chosen
+// nodes read through `source` (ssh, probe pods or Prometheus, node_source.hpp). Names that are
+// not nodes are an error naming them (nothing is probed); nodes that are not GPU nodes are probed
 // all the same when named.
-Result<GpuView> collect_gpu_view(kube::Client& client, ssh::Runner& runner, const GpuViewOptions& options);
+Result<GpuView> collect_gpu_view(kube::Client& client, NodeSource& source, const GpuViewOptions& options);
 
 // What `gpuctl nodes --live` adds per node: the node's own word on its driver and load.
 struct LiveSummary {
   std::string outcome;  // as NodeProbe::outcome
   std::string message;
+  std::string via;                            // as NodeProbe::via
   std::string driver_version;                 // "" when not reported
   std::optional<double> utilization_percent;  // mean over the GPUs that reported it
   std::int64_t memory_used_mib = 0;           // sums over the GPUs that reported memory

@@ -1,0 +1,78 @@
+#include "node_source_flags.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#include "app.hpp"
+
+namespace gpuctl::cli {
+
+void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& f) {
+  with_choices(cmd.add_option("--via", f.via,
+                              "Where the nodes' GPU data comes from: ssh (the probe over the system ssh), pod (the "
+                              "same probe in a short-lived pod per node), prometheus (the DCGM exporter's metrics); "
+                              "default: $GPUCTL_VIA, else ssh"),
+               help, {"ssh", "pod", "prometheus"})
+      ->group("Node data options");
+  add_ssh_flags(cmd, help, f.ssh);
+}
+
+Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags) {
+  return validate_node_source_flags(flags, [](const char* name) -> const char* { return std::getenv(name); });
+}
+
+Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags, const EnvLookup& env) {
+  NodeSourceRequest r;
+  std::string via = flags.via;
+  if (via.empty()) {
+    const char* v = env("GPUCTL_VIA");
+    if (v != nullptr && *v != '\0') {
+      auto parsed = ops::parse_via(v);
+      if (!parsed) {
+        return fail(Errc::invalid_argument,
+                    fmt::format("GPUCTL_VIA=\"{}\": not a node source (use ssh, pod or prometheus, or unset it)", v));
+      }
+      via = v;
+    }
+  }
+  if (!via.empty()) {
+    GPUCTL_TRY_ASSIGN(r.via, ops::parse_via(via));
+  }
+  GPUCTL_TRY_ASSIGN(r.ssh, validate_ssh_flags(flags.ssh, env));
+  return r;
+}
+
+Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceRequest& request, AppContext& ctx) {
+  switch (request.via) {
+    case ops::Via::ssh: break;
+    case ops::Via::pod:
+    case ops::Via::prometheus:
+      return fail(Errc::invalid_argument, fmt::format("--via {} is not built yet", ops::to_string(request.via)));
+  }
+  // The runner outlives the source: both are owned by the returned object.
+  struct OwningSshSource final : ops::NodeSource {
+    std::unique_ptr<ssh::Runner> runner;
+    std::unique_ptr<ops::NodeSource> inner;
+    ops::Via via() const override { return inner->via(); }
+    Result<std::vector<ops::NodeProbe>> read(const std::vector<nlohmann::json>& nodes,
+                                             const ops::SourceProgress& progress) override {
+      return inner->read(nodes, progress);
+    }
+  };
+  auto owning = std::make_unique<OwningSshSource>();
+  owning->runner = ctx.ssh_runner(request.ssh.settings);
+  owning->inner = ops::make_ssh_source(*owning->runner, request.ssh.address_rule, request.ssh.probe);
+  return std::unique_ptr<ops::NodeSource>(std::move(owning));
+}
+
+std::string_view via_words(ops::Via via) {
+  switch (via) {
+    case ops::Via::ssh: return "over ssh";
+    case ops::Via::pod: return "through probe pods";
+    case ops::Via::prometheus: return "from Prometheus";
+  }
+  return "";
+}
+
+}  // namespace gpuctl::cli

@@ -1,0 +1,41 @@
+#pragma once
+// --via ssh|pod|prometheus and the flags of each node source, for every command that reads live
+// node data (gpus, nodes --live, diagnose): one place that turns them into an ops::NodeSource.
+#include <memory>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "command_doc.hpp"
+#include "gpuctl/error.hpp"
+#include "gpuctl/ops/fleet/node_source.hpp"
+#include "ssh_flags.hpp"
+
+namespace gpuctl::cli {
+
+class AppContext;
+
+struct NodeSourceFlags {
+  std::string via;  // empty: $GPUCTL_VIA, else ssh
+  SshFlags ssh;
+};
+
+void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags);
+
+struct NodeSourceRequest {
+  ops::Via via = ops::Via::ssh;
+  SshRequest ssh;
+};
+
+// Validates without I/O; the GPUCTL_* variables read through env.
+Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags, const EnvLookup& env);
+Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags);
+
+// The source the request names, built over the context's client, ssh runner or HTTP transport
+// (reading the credential files it names).
+Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceRequest& request, AppContext& ctx);
+
+// "over ssh", "through probe pods", "from Prometheus": for progress lines.
+std::string_view via_words(ops::Via via);
+
+}  // namespace gpuctl::cli
