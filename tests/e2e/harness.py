@@ -677,7 +677,7 @@ def enable_prometheus():
 def dcgm_capture(relpath, hostnames):
     """A captured exposition (tests/fixtures/dcgm-exporter/...) with each Hostname label value
     relabelled as `hostnames` says ({"424773df46e0": "vprom-t4-0"}), as it would read on that node."""
-    text = fixture(relpath)
+    text = fixture(relpath).read_text()
     for old, new in hostnames.items():
         text = text.replace('Hostname="%s"' % old, 'Hostname="%s"' % new)
     return text
@@ -694,18 +694,23 @@ def prometheus_query(promql):
     return _sim_prometheus.query(cluster(), promql)
 
 
-def _newest_sample(node):
-    r = prometheus_query('max(timestamp({%s="%s",__name__=~"DCGM_.+"}))' % (_sim_prometheus.TARGET_LABEL, node))
-    return float(r[0]["value"][1]) if r else None
+def _scraped_after(node, t0):
+    """Whether a scrape of node's target that started after t0 read its exposition: up is 1, and
+    its sample is stamped with that scrape's start (timestamp() of a plain selector is the
+    sample's own time; of anything computed, the query's)."""
+    selector = 'up{%s="%s"}' % (_sim_prometheus.TARGET_LABEL, node)
+    up = prometheus_query(selector)
+    stamp = prometheus_query("timestamp(%s)" % selector)
+    return bool(up) and up[0]["value"][1] == "1" and bool(stamp) and float(stamp[0]["value"][1]) > t0
 
 
 def serve_dcgm_metrics(node, text, target_labels=None, timeout=30):
     """`text` served as node's dcgm-exporter /metrics from now on; returns once Prometheus has
     scraped it (a sample of the node newer than the call). target_labels: labels Prometheus adds to
     every series of the node, as a relabelling would (e.g. {"node": name})."""
-    t0 = time.time()
     _sim_prometheus.set_exposition(cluster(), node, text, target_labels)
-    wait_for(lambda: (_newest_sample(node) or 0) > t0 + 0.1, timeout, "Prometheus to scrape %s's exposition" % node)
+    t0 = time.time()  # a scrape that starts later reads the new text
+    wait_for(lambda: _scraped_after(node, t0), timeout, "Prometheus to scrape %s's exposition" % node)
 
 
 def stop_dcgm_metrics(node, timeout=30):

@@ -103,13 +103,16 @@ class GpusViaPrometheusTest(h.TestCase):
             self.assertEqual([g["index"] for g in item["gpus"]], indices)
             for g in item["gpus"]:
                 i = g["index"]
-                labels = served[(i, "DCGM_FI_DEV_FB_FREE")][1]
+                labels = next(lbl for (gi, _), (_, lbl) in served.items() if gi == i)
                 self.assertEqual(g["uuid"], labels["UUID"])
                 self.assertEqual(g["productName"], labels["modelName"])
                 self.assertEqual(item["driverVersion"], labels["DCGM_FI_DRIVER_VERSION"])
-                self.assertEqual(g["memory"]["freeMib"], served[(i, "DCGM_FI_DEV_FB_FREE")][0])
+                for metric, key in (("DCGM_FI_DEV_FB_FREE", "freeMiB"), ("DCGM_FI_DEV_FB_TOTAL", "totalMiB"),
+                                    ("DCGM_FI_DEV_FB_RESERVED", "reservedMiB")):
+                    if (i, metric) in served:
+                        self.assertEqual(g["memory"][key], served[(i, metric)][0], metric)
                 if (i, "DCGM_FI_DEV_FB_USED") in served:
-                    self.assertEqual(g["memory"]["usedMib"], served[(i, "DCGM_FI_DEV_FB_USED")][0])
+                    self.assertEqual(g["memory"]["usedMiB"], served[(i, "DCGM_FI_DEV_FB_USED")][0])
                 if (i, "DCGM_FI_DEV_GPU_TEMP") in served:
                     self.assertEqual(g["temperature"]["gpuC"], served[(i, "DCGM_FI_DEV_GPU_TEMP")][0])
                 if (i, "DCGM_FI_DEV_POWER_USAGE") in served:
@@ -117,7 +120,7 @@ class GpusViaPrometheusTest(h.TestCase):
                 if (i, "DCGM_FI_DEV_GPU_UTIL") in served:
                     self.assertEqual(g["utilization"]["gpuPercent"], served[(i, "DCGM_FI_DEV_GPU_UTIL")][0])
                 if (i, "DCGM_FI_DEV_SM_CLOCK") in served:
-                    self.assertEqual(g["clocks"]["smMhz"], served[(i, "DCGM_FI_DEV_SM_CLOCK")][0])
+                    self.assertEqual(g["clocks"]["smMHz"], served[(i, "DCGM_FI_DEV_SM_CLOCK")][0])
 
     def test_faults_read_from_the_exporter(self):
         a100 = self.items["vprom-a100-0"]
@@ -136,8 +139,8 @@ class GpusViaPrometheusTest(h.TestCase):
         self.assertEqual(by_prom["outcome"], by_ssh["outcome"])
         self.assertEqual(by_prom["driverVersion"], by_ssh["driverVersion"])
         for a, b in zip(by_prom["gpus"], by_ssh["gpus"], strict=True):
-            for path in (("uuid",), ("productName",), ("memory", "usedMib"), ("memory", "freeMib"),
-                         ("memory", "totalMib"), ("temperature", "gpuC"), ("utilization", "gpuPercent")):
+            for path in (("uuid",), ("productName",), ("memory", "usedMiB"), ("memory", "freeMiB"),
+                         ("memory", "totalMiB"), ("temperature", "gpuC"), ("utilization", "gpuPercent")):
                 va, vb = a, b
                 for k in path:
                     va, vb = va[k], vb[k]
@@ -153,7 +156,7 @@ class GpusViaPrometheusTest(h.TestCase):
         self.assertEqual(item["outcome"], "stale", item)
         self.assertRegex(item["message"], r"newest sample is \d+s old \(--prometheus-stale-after 3s\)")
         self.assertEqual(len(item["gpus"]), 2)
-        self.assertEqual(item["gpus"][0]["memory"]["usedMib"], 78301)
+        self.assertEqual(item["gpus"][0]["memory"]["usedMiB"], 78301)
 
     def test_node_without_exporter(self):
         item = self.items["vprom-none"]
