@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "app.hpp"
+#include "gpuctl/build_info.hpp"
 
 namespace gpuctl::cli {
 
@@ -16,6 +17,7 @@ void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& f) {
                help, {"ssh", "pod", "prometheus"})
       ->group("Node data options");
   add_ssh_flags(cmd, help, f.ssh);
+  add_prometheus_flags(cmd, help, f.prometheus);
 }
 
 Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags) {
@@ -40,15 +42,36 @@ Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flag
     GPUCTL_TRY_ASSIGN(r.via, ops::parse_via(via));
   }
   GPUCTL_TRY_ASSIGN(r.ssh, validate_ssh_flags(flags.ssh, env));
+  if (r.via == ops::Via::prometheus) {
+    GPUCTL_TRY_ASSIGN(r.prometheus, validate_prometheus_flags(flags.prometheus, env));
+    r.prometheus_files = flags.prometheus;
+    const char* token = env("GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE");
+    if (r.prometheus_files.bearer_token_file.empty() && token != nullptr) r.prometheus_files.bearer_token_file = token;
+  }
   return r;
 }
+
+namespace {
+
+Result<std::unique_ptr<ops::NodeSource>> make_prometheus_node_source(const NodeSourceRequest& request,
+                                                                     AppContext& ctx) {
+  auto no_env = [](const char*) -> const char* { return nullptr; };
+  GPUCTL_TRY_ASSIGN(ops::PrometheusOptions options,
+                    read_prometheus_credentials(request.prometheus, request.prometheus_files, no_env));
+  kube::TransportSettings settings = ops::prometheus_transport_settings(options);
+  settings.user_agent = fmt::format("gpuctl/{} ({})", build_version(), build_commit());
+  auto transport = ctx.environment().make_transport(kube::RestConfig{}, settings);
+  return ops::make_prometheus_source(std::move(options), std::move(transport));
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceRequest& request, AppContext& ctx) {
   switch (request.via) {
     case ops::Via::ssh: break;
     case ops::Via::pod:
-    case ops::Via::prometheus:
       return fail(Errc::invalid_argument, fmt::format("--via {} is not built yet", ops::to_string(request.via)));
+    case ops::Via::prometheus: return make_prometheus_node_source(request, ctx);
   }
   // The runner outlives the source: both are owned by the returned object.
   struct OwningSshSource final : ops::NodeSource {

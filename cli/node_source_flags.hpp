@@ -9,6 +9,8 @@
 #include "command_doc.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/fleet/node_source.hpp"
+#include "gpuctl/ops/fleet/prometheus_source.hpp"
+#include "prometheus_flags.hpp"
 #include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
@@ -18,6 +20,7 @@ class AppContext;
 struct NodeSourceFlags {
   std::string via;  // empty: $GPUCTL_VIA, else ssh
   SshFlags ssh;
+  PrometheusFlags prometheus;
 };
 
 void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags);
@@ -25,6 +28,10 @@ void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags
 struct NodeSourceRequest {
   ops::Via via = ops::Via::ssh;
   SshRequest ssh;
+  // --via prometheus: the options without the secrets, and the files that hold them (the token
+  // file of $GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE filled in), read by make_node_source.
+  ops::PrometheusOptions prometheus;
+  PrometheusFlags prometheus_files;
 };
 
 // Validates without I/O; the GPUCTL_* variables read through env.

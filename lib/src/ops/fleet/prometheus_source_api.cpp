@@ -2,6 +2,8 @@
 // the credentials a Prometheus client takes, the answer read into series, and every failure made
 // into one line that names the fix. Secrets are never part of a message; URLs go through
 // kube::redact_url.
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 
@@ -167,13 +169,13 @@ Result<std::vector<PromSample>> prometheus_query(kube::Transport& transport, con
   return vector_of(doc, url);
 }
 
-std::unique_ptr<kube::Transport> make_prometheus_transport(const PrometheusOptions& options) {
+kube::TransportSettings prometheus_transport_settings(const PrometheusOptions& options) {
   kube::TransportSettings settings;
   settings.ca_pem = options.ca_pem;
   settings.insecure_skip_tls_verify = options.insecure_skip_tls_verify;
   settings.request_timeout = options.timeout;
-  settings.user_agent = "gpuctl";
-  return kube::make_curl_transport(settings);
+  settings.connect_timeout = std::min<std::chrono::milliseconds>(settings.connect_timeout, options.timeout);
+  return settings;
 }
 
 }  // namespace gpuctl::ops

@@ -48,8 +48,9 @@ struct PrometheusOptions {
   std::chrono::milliseconds timeout{std::chrono::seconds(30)};  // per query
 };
 
-// The transport production uses: libcurl with the options' CA and TLS verification.
-std::unique_ptr<kube::Transport> make_prometheus_transport(const PrometheusOptions& options);
+// The settings of the transport that reaches Prometheus (kube::make_curl_transport in
+// production): the options' CA and TLS verification, the per-query timeout.
+kube::TransportSettings prometheus_transport_settings(const PrometheusOptions& options);
 
 // --- The queries (prometheus_source_queries.cpp) ---
 
