@@ -148,6 +148,8 @@ as interrupted and exits 130 (143 for SIGTERM).)",
          "gpuctl gpus gpu-0 gpu-1 --ssh-user ubuntu --ssh-option ProxyJump=bastion"},
         {"Without ssh: a probe pod on each node (namespace gpuctl-system)", "gpuctl gpus --via pod"},
         {"Delete probe pods a killed gpuctl left behind", "gpuctl gpus --via pod --cleanup"},
+        {"From the DCGM exporter's metrics in Prometheus",
+         "gpuctl gpus --via prometheus --prometheus-url http://prometheus.monitoring:9090"},
         {"The A100 nodes every 5 seconds", "gpuctl gpus -l nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB --watch 5s"},
         {"Re-run only the nodes that failed",
          "gpuctl gpus --failed-hosts /tmp/failed && gpuctl gpus $(cat /tmp/failed)"}}});

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "app.hpp"
+#include "gpuctl/build_info.hpp"
 
 namespace gpuctl::cli {
 
@@ -19,6 +20,7 @@ void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& f) {
       ->group("Node data options");
   add_ssh_flags(cmd, help, f.ssh);
   add_probe_pod_flags(cmd, help, f.pod);
+  add_prometheus_flags(cmd, help, f.prometheus);
 }
 
 Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flags) {
@@ -46,6 +48,12 @@ Result<NodeSourceRequest> validate_node_source_flags(const NodeSourceFlags& flag
   if (r.via == ops::Via::pod) {
     GPUCTL_TRY_ASSIGN(r.pod, validate_probe_pod_flags(flags.pod, flags.ssh.fanout, env));
   }
+  if (r.via == ops::Via::prometheus) {
+    GPUCTL_TRY_ASSIGN(r.prometheus, validate_prometheus_flags(flags.prometheus, env));
+    r.prometheus_files = flags.prometheus;
+    const char* token = env("GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE");
+    if (r.prometheus_files.bearer_token_file.empty() && token != nullptr) r.prometheus_files.bearer_token_file = token;
+  }
   return r;
 }
 
@@ -71,6 +79,17 @@ struct OwningSshSource final : ops::NodeSource {
   }
 };
 
+Result<std::unique_ptr<ops::NodeSource>> make_prometheus_node_source(const NodeSourceRequest& request,
+                                                                     AppContext& ctx) {
+  auto no_env = [](const char*) -> const char* { return nullptr; };
+  GPUCTL_TRY_ASSIGN(ops::PrometheusOptions options,
+                    read_prometheus_credentials(request.prometheus, request.prometheus_files, no_env));
+  kube::TransportSettings settings = ops::prometheus_transport_settings(options);
+  settings.user_agent = fmt::format("gpuctl/{} ({})", build_version(), build_commit());
+  auto transport = ctx.environment().make_transport(kube::RestConfig{}, settings);
+  return ops::make_prometheus_source(std::move(options), std::move(transport));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceRequest& request, AppContext& ctx) {
@@ -87,9 +106,9 @@ Result<std::unique_ptr<ops::NodeSource>> make_node_source(const NodeSourceReques
       if (options.owner.empty()) options.owner = probe_owner();
       return ops::make_pod_source(*client, std::move(options));
     }
-    case ops::Via::prometheus: break;
+    case ops::Via::prometheus: return make_prometheus_node_source(request, ctx);
   }
-  return fail(Errc::invalid_argument, fmt::format("--via {} is not built yet", ops::to_string(request.via)));
+  return fail(Errc::internal, "no node source for this --via");
 }
 
 std::string_view via_words(ops::Via via) {

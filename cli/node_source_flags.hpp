@@ -9,7 +9,9 @@
 #include "command_doc.hpp"
 #include "gpuctl/error.hpp"
 #include "gpuctl/ops/fleet/node_source.hpp"
+#include "gpuctl/ops/fleet/prometheus_source.hpp"
 #include "probe_pod_flags.hpp"
+#include "prometheus_flags.hpp"
 #include "ssh_flags.hpp"
 
 namespace gpuctl::cli {
@@ -20,6 +22,7 @@ struct NodeSourceFlags {
   std::string via;  // empty: $GPUCTL_VIA, else ssh
   SshFlags ssh;
   ProbePodFlags pod;
+  PrometheusFlags prometheus;
 };
 
 void add_node_source_flags(CLI::App& cmd, HelpData& help, NodeSourceFlags& flags);
@@ -28,6 +31,10 @@ struct NodeSourceRequest {
   ops::Via via = ops::Via::ssh;
   SshRequest ssh;
   ops::PodProbeOptions pod;  // --via pod
+  // --via prometheus: the options without the secrets, and the files that hold them (the token
+  // file of $GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE filled in), read by make_node_source.
+  ops::PrometheusOptions prometheus;
+  PrometheusFlags prometheus_files;
 };
 
 // Validates without I/O; the GPUCTL_* variables read through env.

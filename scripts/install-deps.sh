@@ -20,6 +20,9 @@ packages=(
   dpkg-dev lintian man-db
   # the local cluster (tests/cluster): PKI, real sshd hosts, network namespaces, ports
   openssl openssh-server openssh-client iproute2 procps curl python3 python3-yaml
+  # `gpuctl --via prometheus` is tested against a real Prometheus (2.42 in bookworm) scraping
+  # dcgm-exporter expositions (tests/cluster/sim_prometheus.py), plain and behind TLS + basic auth
+  prometheus
   # the e2e tests of proxy-url: a real HTTP CONNECT proxy and a real SOCKS5 proxy
   tinyproxy microsocks
   # scripts/bench: GNU time reports a measured child's peak RSS (the bench's own RSS stays out);

@@ -21,6 +21,7 @@ kubelet_relay.py; sim_pods.py adds crash-looping and restarted containers.
     cluster.py mint-cert   --state-dir DIR NAME [--subject S] [--not-before D] [--not-after D]
     cluster.py status      --state-dir DIR
     cluster.py enable-metrics|disable-metrics --state-dir DIR   (metrics.k8s.io: sim_metrics.py)
+    cluster.py enable-prometheus --state-dir DIR   (dcgm-exporter metrics in Prometheus: sim_prometheus.py)
 
 Importable too: `cluster.Cluster(state_dir).apply_fleet_text(yaml_text)` and so on.  See README.md
 for the fleet schema, cluster.json, the identities and the pod outcome labels.
@@ -55,6 +56,7 @@ except ImportError:  # pragma: no cover - reported when used
 import sim_logs  # noqa: E402  (tests/cluster: container logs through the real pods/log path)
 import sim_pods  # noqa: E402  (tests/cluster: crash-looping and restarted containers)
 import sim_metrics  # noqa: E402  (tests/cluster: metrics.k8s.io from metrics-server, on request)
+import sim_prometheus  # noqa: E402  (tests/cluster: Prometheus scraping dcgm-exporter expositions, on request)
 import sim_host  # noqa: E402  (tests/cluster: a simulated host's settings beyond its mode)
 import sim_dra  # noqa: E402  (tests/cluster: GPUs as DRA devices, published as NVIDIA's DRA driver does)
 import sim_probe_pods  # noqa: E402  (tests/cluster: the kubelet of gpuctl's probe pods, --via pod)
@@ -1884,6 +1886,17 @@ class Cluster:
         """APIService removed (gone from discovery), then metrics-server stopped (idempotent)."""
         log("metrics.k8s.io removed, metrics-server stopped (%.1fs)" % sim_metrics.disable(self))
 
+    # -- Prometheus with dcgm-exporter expositions (sim_prometheus.py) --------------------------------
+
+    def enable_prometheus(self, timeout=60):
+        """The exposition server and both Prometheus servers started (idempotent)."""
+        def pick():
+            return pick_ports(1, taken=set(self.state["ports"].values()))[0]
+        p = sim_prometheus.enable(self, pick, timeout=timeout)
+        log("Prometheus at %s (TLS and basic auth: %s), scraping every %s (%.1fs)"
+            % (p["url"], p["secure_url"], p["scrape_interval"], p["seconds"]))
+        return p
+
     # -- down --------------------------------------------------------------------------------------
 
     def down(self):
@@ -1989,6 +2002,7 @@ class Cluster:
             "versions": {"kubernetes": K8S_VERSION, "etcd": ETCD_VERSION, "kwok": KWOK_VERSION},
             "ports": dict(st["ports"]),
             "metrics": sim_metrics.describe(st),
+            "prometheus": sim_prometheus.describe(st),
             "fixtures_dir": str(fixtures_dir()),
             "ssh": self.ssh_info(),
             "netns": {k: st["netns"].get(k) for k in ("ok", "name", "subnet", "error")},
@@ -2032,7 +2046,8 @@ class Cluster:
             "export GPUCTL_SSH_PORT=%d" % ssh["port"],
             "export GPUCTL_SSH_USER=%s" % q(ssh["user"]),
             "export PATH=%s:\"$PATH\"" % q(self.state["bin_dir"]),
-        ]) + "\n"
+        ] + (["export GPUCTL_PROMETHEUS_URL=%s" % q(self.state["prometheus"]["url"])]
+             if self.state.get("prometheus") else [])) + "\n"
 
 
 DISPATCH = r"""#!/bin/sh
@@ -2112,6 +2127,8 @@ def main(argv=None):
     p.add_argument("--not-after", default="20200102000000Z", help="openssl ca date (default: 2020-01-02, expired)")
     add("enable-metrics", "start metrics-server and register metrics.k8s.io (kubectl top); waits until Available")
     add("disable-metrics", "unregister metrics.k8s.io and stop metrics-server")
+    add("enable-prometheus", "start Prometheus (plain, and TLS with basic auth) scraping each node's dcgm-exporter "
+        "exposition (sim_prometheus.py); waits until ready")
     add("env", "print shell export lines")
     add("status", "print whether the cluster runs, and cluster.json's path")
     a = ap.parse_args(argv)
@@ -2126,6 +2143,8 @@ def main(argv=None):
             c.enable_metrics()
         elif a.cmd == "disable-metrics":
             c.disable_metrics()
+        elif a.cmd == "enable-prometheus":
+            print(json.dumps(sim_prometheus.describe(c.enable_prometheus() and c.load()), indent=1))
         elif a.cmd == "down":
             c.down()
         elif a.cmd == "apply-fleet":
@@ -2159,7 +2178,7 @@ def main(argv=None):
             else:
                 print("%s: not running" % c.dir)
             return 0 if running else 1
-    except (ClusterError, sim_metrics.MetricsError) as e:
+    except (ClusterError, sim_metrics.MetricsError, sim_prometheus.PrometheusError) as e:
         print("cluster.py %s: error: %s" % (a.cmd, e), file=sys.stderr)
         return 1
     return 0

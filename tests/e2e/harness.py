@@ -37,6 +37,7 @@ sys.path.insert(0, str(CLUSTER_DIR))
 import cluster as _cluster  # noqa: E402  (tests/cluster/cluster.py)
 import sim_logs as _sim_logs  # noqa: E402  (tests/cluster/sim_logs.py)
 import sim_dra  # noqa: E402  (tests/cluster/sim_dra.py: GPUs as DRA devices; re-exported for suites)
+import sim_prometheus as _sim_prometheus  # noqa: E402  (tests/cluster/sim_prometheus.py)
 import sim_objects  # noqa: E402  (tests/e2e/sim_objects.py)
 from sim_objects import device_plugin_daemonset  # noqa: E402,F401  (re-exported for suites)
 
@@ -661,6 +662,63 @@ def pod_metrics(namespace, pod, timeout=90, ready=None):
     two points of every container)."""
     return _metrics("namespaces/%s/pods/%s" % (namespace, pod), "metrics of pod %s/%s" % (namespace, pod),
                     timeout, ready)
+
+
+# -- Prometheus scraping dcgm-exporter expositions (tests/cluster/sim_prometheus.py, on request) ------
+
+def enable_prometheus():
+    """The exposition server and both Prometheus servers running (idempotent, safe from parallel
+    suites); returns cluster.json's "prometheus" (url, secure_url, username, password_file, ca_file).
+    Nothing to pair it with: it serves only the nodes a suite gave an exposition."""
+    cluster().enable_prometheus()
+    return info()["prometheus"]
+
+
+def dcgm_capture(relpath, hostnames):
+    """A captured exposition (tests/fixtures/dcgm-exporter/...) with each Hostname label value
+    relabelled as `hostnames` says ({"424773df46e0": "vprom-t4-0"}), as it would read on that node."""
+    text = fixture(relpath).read_text()
+    for old, new in hostnames.items():
+        text = text.replace('Hostname="%s"' % old, 'Hostname="%s"' % new)
+    return text
+
+
+def render_dcgm_metrics(node):
+    """What dcgm-exporter would serve on `node`: its GPUs as the node's fake nvidia-smi reports
+    them, in the captured exporter's format (sim_prometheus.render_exposition)."""
+    return _sim_prometheus.render_exposition(cluster(), node)
+
+
+def prometheus_query(promql):
+    """The plain Prometheus server's instant-query result (a list of series)."""
+    return _sim_prometheus.query(cluster(), promql)
+
+
+def _scraped_after(node, t0):
+    """Whether a scrape of node's target that started after t0 read its exposition: up is 1, and
+    its sample is stamped with that scrape's start (timestamp() of a plain selector is the
+    sample's own time; of anything computed, the query's)."""
+    selector = 'up{%s="%s"}' % (_sim_prometheus.TARGET_LABEL, node)
+    up = prometheus_query(selector)
+    stamp = prometheus_query("timestamp(%s)" % selector)
+    return bool(up) and up[0]["value"][1] == "1" and bool(stamp) and float(stamp[0]["value"][1]) > t0
+
+
+def serve_dcgm_metrics(node, text, target_labels=None, timeout=30):
+    """`text` served as node's dcgm-exporter /metrics from now on; returns once Prometheus has
+    scraped it (a sample of the node newer than the call). target_labels: labels Prometheus adds to
+    every series of the node, as a relabelling would (e.g. {"node": name})."""
+    _sim_prometheus.set_exposition(cluster(), node, text, target_labels)
+    t0 = time.time()  # a scrape that starts later reads the new text
+    wait_for(lambda: _scraped_after(node, t0), timeout, "Prometheus to scrape %s's exposition" % node)
+
+
+def stop_dcgm_metrics(node, timeout=30):
+    """node's exporter gone (404): returns once Prometheus has seen its target down (its series
+    then stale: gone from instant selectors, still in range reads)."""
+    _sim_prometheus.remove_exposition(cluster(), node)
+    wait_for(lambda: any(r["value"][1] == "0" for r in prometheus_query(
+        'up{%s="%s"}' % (_sim_prometheus.TARGET_LABEL, node))), timeout, "Prometheus to see %s's exporter down" % node)
 
 
 def private_cluster(name, fleet_text=None):

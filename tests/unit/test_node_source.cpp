@@ -128,3 +128,35 @@ TEST_CASE("node source: from Prometheus, the checks metrics cannot answer are sk
   dx::Report from_probe = dx::run_checks(s, selected);
   for (const auto& c : from_probe.checks) CHECK(c.status != dx::CheckStatus::skipped);
 }
+
+TEST_CASE("node source: node-unreachable speaks the source's words: a probe pod that did not run, no or stale metrics",
+          "[node-source][diagnose]") {
+  namespace dx = ops::diagnose;
+  dx::Snapshot s =
+      testing::dx::snapshot({{dx::Source::nodes,
+                              {testing::dx::h100_node("pod-0", 8, 8), testing::dx::h100_node("prom-0", 8, 8),
+                               testing::dx::h100_node("prom-1", 8, 8)}}});
+  auto probe = [](std::string node, std::string via, std::string outcome, bool report) {
+    ops::NodeProbe p;
+    p.node = std::move(node);
+    p.via = std::move(via);
+    p.outcome = std::move(outcome);
+    p.message = "why: " + p.outcome;
+    if (report) p.report = gpu::NodeGpuReport{};
+    return p;
+  };
+  s.probes.emplace("pod-0", probe("pod-0", "pod", "image_pull_failed", false));
+  s.probes.emplace("prom-0", probe("prom-0", "prometheus", "no_exporter", false));
+  s.probes.emplace("prom-1", probe("prom-1", "prometheus", "stale", true));  // numbers, but old
+  auto found = dx::check_node_unreachable(s);
+  REQUIRE(found.size() == 3);
+  std::map<std::string, dx::Finding> by_node;
+  for (auto& f : found) by_node[f.node] = f;
+  CHECK(by_node["pod-0"].summary == "the probe pod on pod-0 did not run the probe (image_pull_failed)");
+  CHECK(by_node["pod-0"].evidence.at(0).text == "why: image_pull_failed");
+  CHECK(by_node["prom-0"].summary == "Prometheus has no DCGM exporter series for prom-0 (no_exporter)");
+  CHECK(by_node["prom-0"].severity == dx::Severity::error);
+  CHECK(by_node["prom-1"].severity == dx::Severity::warning);
+  CHECK(by_node["prom-1"].summary.find("stale") != std::string::npos);
+  for (const auto& f : found) CHECK(f.summary.find("ssh") == std::string::npos);
+}

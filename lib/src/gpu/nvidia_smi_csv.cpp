@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "gpu/util.hpp"
+#include "gpuctl/gpu/clocks_event_reasons.hpp"
 #include "gpuctl/gpu/nvidia_smi.hpp"
 
 namespace gpuctl::gpu {
@@ -182,10 +183,7 @@ Reported<std::vector<std::string>> reasons_of(const Row& row) {
     if (const std::string* mask = row.get({f})) {
       Reported<std::int64_t> bits = parse_integer(*mask);
       if (!bits) return Reported<std::vector<std::string>>::absent(bits.absence());
-      for (const auto& [bit, name] : kReasonBits) {
-        if ((static_cast<std::uint64_t>(*bits) & bit) != 0) active.emplace_back(name);
-      }
-      return active;
+      return clocks_event_reason_names(static_cast<std::uint64_t>(*bits));
     }
   }
   if (why) return Reported<std::vector<std::string>>::absent(*why);
@@ -270,6 +268,14 @@ GpuInfo gpu_of(const Row& r, int row_index) {
 }
 
 }  // namespace
+
+std::vector<std::string> clocks_event_reason_names(std::uint64_t mask) {
+  std::vector<std::string> active;
+  for (const auto& [bit, name] : kReasonBits) {
+    if ((mask & bit) != 0) active.emplace_back(name);
+  }
+  return active;
+}
 
 std::vector<GpuInfo> gpus_from_query_gpu_csv(const CsvTable& table) {
   std::vector<GpuInfo> out;

@@ -116,13 +116,46 @@ Finding node_driver_finding(const json& node, const NodeProbe& probe, Severity s
 
 }  // namespace
 
+namespace {
+
+// A node whose data did not come through a probe pod or from Prometheus: said in that source's
+// words (not ssh's), with where to look next.
+Finding unreached_without_ssh(const std::string& name, const NodeProbe& probe) {
+  if (probe.via == "pod") {
+    Finding f = node_finding("node-unreachable", Severity::error, name,
+                             fmt::format("the probe pod on {} did not run the probe ({})", name, probe.outcome));
+    f.evidence.push_back(probe_evidence(name, "probe pod", probe.message));
+    f.remedy = {fmt::format("kubectl describe node {}", name), fmt::format("gpuctl gpus {} --via pod -v 2", name)};
+    return f;
+  }
+  const bool stale = probe.outcome == "stale";
+  Finding f =
+      node_finding("node-unreachable", stale ? Severity::warning : Severity::error, name,
+                   stale ? fmt::format("the DCGM exporter's metrics of {} are stale: its GPUs' state now is "
+                                       "not known",
+                                       name)
+                         : fmt::format("Prometheus has no DCGM exporter series for {} ({})", name, probe.outcome));
+  f.evidence.push_back(probe_evidence(name, "Prometheus", probe.message));
+  f.remedy = {fmt::format("kubectl get pods -A -o wide --field-selector spec.nodeName={} | grep -i dcgm", name),
+              fmt::format("gpuctl gpus {} --via pod", name)};
+  return f;
+}
+
+}  // namespace
+
 std::vector<Finding> check_node_unreachable(const Snapshot& snapshot) {
   std::vector<Finding> out;
   for (const auto& node : snapshot.list(Source::nodes)) {
     const std::string name = kube::name_of(node);
     const NodeProbe* probe = probe_of(snapshot, name);
-    // Reached (the probe ran, even if it then hung), or stopped by Ctrl-C: not an ssh problem.
-    if (probe == nullptr || probe->report || probe->outcome == "interrupted") continue;
+    // Reached (the probe ran, even if it then hung), or stopped by Ctrl-C: not a reach problem.
+    // Metrics older than the threshold are said, never taken as the node's state now.
+    if (probe == nullptr || probe->outcome == "interrupted") continue;
+    if (probe->report && probe->outcome != "stale") continue;
+    if (probe->via != "ssh") {
+      out.push_back(unreached_without_ssh(name, *probe));
+      continue;
+    }
     std::string meaning = unreachable_meaning(node, *probe);
     Finding f = node_finding(
         "node-unreachable", Severity::error, name,
@@ -174,14 +207,17 @@ std::vector<Finding> check_nvidia_smi_warnings(const Snapshot& snapshot) {
   std::vector<Finding> out;
   for (const auto& [node, probe] : probed_nodes(snapshot)) {
     const std::string name = kube::name_of(*node);
+    // From Prometheus the warnings are the DCGM exporter's (NVLink errors, DCGM health), said so.
+    const bool dcgm = probe->via == "prometheus";
     for (const auto& gpu : probe->report->gpus) {
       for (const auto& warning : gpu.warnings) {
         const bool inforom = warning.find("infoROM") != std::string::npos;
         Finding f = node_finding(
             "nvidia-smi-warnings", Severity::warning, name,
-            fmt::format("{} of {}: nvidia-smi warns: {}{}", gpu_name(gpu), name, warning,
+            fmt::format("{} of {}: {} warns: {}{}", gpu_name(gpu), name, dcgm ? "the DCGM exporter" : "nvidia-smi",
+                        warning,
                         inforom ? " (ECC and page-retirement records may be unreliable; the GPU still works)" : ""));
-        f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", warning));
+        f.evidence.push_back(probe_evidence(name, dcgm ? "dcgm-exporter" : "nvidia-smi -q -x", warning));
         f.remedy = inforom
                        ? std::vector<std::string>{fmt::format("ssh {} sudo nvidia-smi -q -d ECC,PAGE_RETIREMENT", name),
                                                   "ask the vendor for an infoROM/VBIOS update, else RMA the GPU"}

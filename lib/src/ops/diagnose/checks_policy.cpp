@@ -303,6 +303,8 @@ std::vector<Finding> check_monitoring_missing(const Snapshot& snapshot) {
            kube::label_of(ds, "app") == "nvidia-dcgm-exporter" ||
            kube::label_of(ds, "app.kubernetes.io/name") == "dcgm-exporter";
   }
+  // Its metrics read from Prometheus (--via prometheus): an exporter runs, as a DaemonSet or not.
+  for (const auto& [name, probe] : snapshot.probes) dcgm = dcgm || (probe.via == "prometheus" && probe.report);
   bool gpu_nodes = std::any_of(snapshot.list(Source::nodes).begin(), snapshot.list(Source::nodes).end(),
                                [](const json& n) { return is_gpu_node(n); });
   if (!dcgm && gpu_nodes) {
