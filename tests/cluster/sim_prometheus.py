@@ -272,7 +272,11 @@ def render_exposition(c, node):
             "DCGM_FI_DEV_SM_CLOCK": _num(v("clocks", "sm_clock")),
             "DCGM_FI_DEV_MEM_CLOCK": _num(v("clocks", "mem_clock")),
             "DCGM_FI_DEV_GPU_TEMP": _num(v("temperature", "gpu_temp")),
-            "DCGM_FI_DEV_POWER_USAGE": _num(v("gpu_power_readings", "power_draw") or v("power_readings", "power_draw")),
+            # R570+ XML splits power_draw into average_power_draw and instant_power_draw; the
+            # average is what nvidia-smi's power.draw and DCGM's POWER_USAGE report.
+            "DCGM_FI_DEV_POWER_USAGE": _num(v("gpu_power_readings", "power_draw")
+                                            or v("gpu_power_readings", "average_power_draw")
+                                            or v("power_readings", "power_draw")),
             "DCGM_FI_DEV_GPU_UTIL": _num(v("utilization", "gpu_util")),
             "DCGM_FI_DEV_MEM_COPY_UTIL": _num(v("utilization", "memory_util")),
             "DCGM_FI_DEV_XID_ERRORS": 0,

@@ -81,7 +81,7 @@ class NodeSourcesTest(h.TestCase):
     def test_nodes_live_says_where_each_node_came_from(self):
         r = h.gpuctl("nodes", "--live", "-l", SELECTOR, "--via", "pod", "--probe-namespace", self.ns, "-o", "json")
         self.assertEqual(r.rc, 1, r.stderr)
-        live = {i["name"]: i["live"] for i in r.json()["items"]}
+        live = {i["name"]: i["live"] for i in r.json["items"]}
         self.assertEqual({n: l["via"] for n, l in live.items()}, {n: "pod" for n in HEALTHY + [BROKEN]})
         self.assertEqual(live[HEALTHY[0]]["outcome"], "ok")
         self.assertEqual(live[BROKEN]["outcome"], "driver_library_mismatch")
@@ -91,7 +91,7 @@ class NodeSourcesTest(h.TestCase):
         checks = "node-unreachable,driver-broken,nvlink-down,ecc-errors,gpu-memory-high"
         r = h.gpuctl("diagnose", "-l", SELECTOR, "--check", checks, "--via", "prometheus", "--prometheus-url",
                      self.prom["url"], "-o", "json")
-        report = r.json()
+        report = r.json
         status = {c["id"]: c for c in report["checks"]}
         for skipped in ("driver-broken", "nvlink-down"):
             self.assertEqual(status[skipped]["status"], "skipped", status[skipped])
@@ -106,7 +106,7 @@ class NodeSourcesTest(h.TestCase):
         # The probe sees what metrics cannot: the same checks through probe pods name the driver.
         r = h.gpuctl("diagnose", "-l", SELECTOR, "--check", checks, "--via", "pod", "--probe-namespace", self.ns,
                      "-o", "json")
-        broken = [f for f in r.json()["findings"] if f["check"] == "driver-broken"]
+        broken = [f for f in r.json["findings"] if f["check"] == "driver-broken"]
         self.assertEqual([f["node"] for f in broken], [BROKEN])
         self.assertIn("driver_library_mismatch", broken[0]["summary"])
 
