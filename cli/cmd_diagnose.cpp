@@ -275,6 +275,8 @@ Node side: the checks that need the node itself (driver-broken, xid-errors, ecc-
 gpuctl's fixed probe over the system ssh on every GPU node, as gpuctl gpus does (same --ssh-*
 flags, --fanout at once, each killed at --ssh-timeout): nvidia-smi, the kernel log's NVIDIA lines,
 NVLink and Fabric Manager. --no-ssh skips them (listed as skipped, not counted for exit 5).
+Without ssh: --via pod runs the same probe in a short-lived pod per node, --via prometheus reads
+the DCGM exporter's metrics (the checks metrics cannot answer are skipped by request, with why).
 
 Output: a table (default), -o json|yaml (kind DiagnoseReport), -o junit (one testsuite per check,
 one testcase per object, for CI) or -o prometheus (gauges for node_exporter's textfile collector:
@@ -300,6 +302,7 @@ nodes qualify and neither --yes nor --dry-run was given, 1 when a cordon failed.
              {"One pool, only the node checks, as JSON for a script",
               "gpuctl diagnose -l pool=a100 --check node-not-ready,gpu-unhealthy-devices -o json"},
              {"What the API shows only, without ssh", "gpuctl diagnose --no-ssh"},
+             {"The node side through probe pods instead of ssh", "gpuctl diagnose --via pod"},
              {"The node side too, through a bastion as ubuntu, the kernel logs of the last 6 hours",
               "gpuctl diagnose --ssh-user ubuntu --ssh-option ProxyJump=bastion --since 6h"},
              {"In CI: fail on warnings too, the report as JUnit, known problems set apart",
