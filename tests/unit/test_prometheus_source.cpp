@@ -257,10 +257,12 @@ TEST_CASE("prometheus_source: the queries are the documented PromQL", "[promethe
   const auto& xid = *std::find_if(ops::dcgm_families().begin(), ops::dcgm_families().end(),
                                   [](const ops::DcgmFamily& f) { return f.name == "xid"; });
   CHECK(
-      ops::dcgm_family_query(xid, window) ==
-      R"(label_replace(last_over_time(DCGM_FI_DEV_XID_ERRORS[600s]), "gpuctl_metric", "DCGM_FI_DEV_XID_ERRORS", "", ""))");
+      ops::dcgm_family_query(xid, window, ops::DcgmLabelMapping{}) ==
+      R"(label_replace(DCGM_FI_DEV_XID_ERRORS or (last_over_time(DCGM_FI_DEV_XID_ERRORS[600s]) unless on(node, Hostname, kubernetes_node, nodename) DCGM_FI_DEV_XID_ERRORS), "gpuctl_metric", "DCGM_FI_DEV_XID_ERRORS", "", ""))");
   std::string fresh = ops::dcgm_freshness_query(ops::DcgmLabelMapping{}, window);
-  CHECK(fresh.rfind("max by (node, Hostname, kubernetes_node, nodename) (max_over_time((timestamp(", 0) == 0);
+  // The live series' own times, then the subquery for those marked stale.
+  CHECK(fresh.rfind("max by (node, Hostname, kubernetes_node, nodename) ((timestamp(", 0) == 0);
+  CHECK(fresh.find(") or max_over_time((timestamp(") != std::string::npos);
   CHECK(fresh.find("[600s:15s]") != std::string::npos);
 }
 

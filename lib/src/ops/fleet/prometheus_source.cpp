@@ -30,7 +30,8 @@ class PrometheusSource : public NodeSource {
     const PrometheusWindow window = prometheus_window(options_);
     for (const auto& family : dcgm_families()) {
       if (util::cancelled()) return interrupted(nodes);
-      auto samples = prometheus_query(*transport_, options_, dcgm_family_query(family, window), readings.now_unix_s);
+      auto samples = prometheus_query(*transport_, options_, dcgm_family_query(family, window, options_.labels),
+                                      readings.now_unix_s);
       if (!samples) return std::unexpected(samples.error());
       std::move(samples->begin(), samples->end(), std::back_inserter(readings.samples));
     }

@@ -56,15 +56,20 @@ std::string promql_duration(std::chrono::seconds d) { return fmt::format("{}s", 
 
 }  // namespace
 
-std::string dcgm_family_query(const DcgmFamily& family, const PrometheusWindow& window) {
-  // One query per family: each metric's last value in the window, named by a label of its own
-  // because last_over_time drops __name__ (and `or` of two unnamed series with equal labels
-  // would keep only one).
+std::string dcgm_family_query(const DcgmFamily& family, const PrometheusWindow& window,
+                              const DcgmLabelMapping& labels) {
+  // One query per family: each metric named by a label of its own, because last_over_time drops
+  // __name__ (and `or` of two unnamed series with equal labels would keep only one). A node whose
+  // exporter answers gives its current series only: series it no longer exports (a GPU replaced,
+  // the exporter's labels changed) would otherwise linger in the window as a second GPU. A node
+  // whose exporter stopped (every series marked stale) gives its last values, read as stale.
+  std::string on;
+  for (const auto& label : labels.node) on += (on.empty() ? "" : ", ") + label;
   std::string query;
   for (const auto& metric : family.metrics) {
     if (!query.empty()) query += " or ";
-    query += fmt::format(R"(label_replace(last_over_time({}[{}]), "{}", "{}", "", ""))", metric,
-                         promql_duration(window.lookback), kMetricLabel, metric);
+    query += fmt::format(R"(label_replace({0} or (last_over_time({0}[{1}]) unless on({2}) {0}), "{3}", "{0}", "", ""))",
+                         metric, promql_duration(window.lookback), on, kMetricLabel);
   }
   return query;
 }
@@ -83,8 +88,10 @@ std::string dcgm_freshness_query(const DcgmLabelMapping& labels, const Prometheu
   }
   std::string by;
   for (const auto& label : labels.node) by += (by.empty() ? "" : ", ") + label;
-  return fmt::format("max by ({}) (max_over_time(({})[{}:{}]))", by, inner, promql_duration(window.lookback),
-                     promql_duration(window.step));
+  // The live series' own times first; the subquery adds those Prometheus has marked stale, and
+  // alone it would miss an exporter younger than one step.
+  return fmt::format("max by ({}) (({}) or max_over_time(({})[{}:{}]))", by, inner, inner,
+                     promql_duration(window.lookback), promql_duration(window.step));
 }
 
 }  // namespace gpuctl::ops

@@ -76,9 +76,10 @@ struct PrometheusWindow {
 // lookback: max(10m, 4 x stale_after); step: stale_after / 8, within 1s..1m.
 PrometheusWindow prometheus_window(const PrometheusOptions& options);
 
-// label_replace(last_over_time(M[lookback]), "gpuctl_metric", "M", "", "") or ... for each M.
-std::string dcgm_family_query(const DcgmFamily& family, const PrometheusWindow& window);
-// max by (<node labels>) (max_over_time((timestamp(M1) or timestamp(M2) ...)[lookback:step])):
+// label_replace(M or (last_over_time(M[lookback]) unless on(<node labels>) M), "gpuctl_metric",
+// "M", "", "") or ... for each M: a live node's current series only, a stopped exporter's last ones.
+std::string dcgm_family_query(const DcgmFamily& family, const PrometheusWindow& window, const DcgmLabelMapping& labels);
+// max by (<node labels>) ((timestamp(M1) or ...) or max_over_time((timestamp(M1) or ...)[lookback:step])):
 // each node's newest sample time (unix seconds), one query for the whole fleet.
 std::string dcgm_freshness_query(const DcgmLabelMapping& labels, const PrometheusWindow& window);
 
