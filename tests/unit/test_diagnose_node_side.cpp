@@ -249,6 +249,17 @@ TEST_CASE("xid-errors: the catalogue's action per GPU, the window, application c
   REQUIRE(b.size() == 1);
   CHECK(b[0].severity == Severity::info);
   CHECK(contains(b[0].evidence.at(0).text, "Operation not permitted"));
+  CHECK(contains(b[0].remedy.at(0), "ssh user"));
+
+  // An unprivileged probe pod skips the kernel log: the remedy is the privileged pod, not ssh.
+  std::string unprivileged = cat(probe_start(), probe_control("kernel-source skipped"),
+                                 probe_step("all", fixture(kXml2070), "", 0), probe_done());
+  Snapshot pod = with_probes({ready_node("pod-0", 2)}, {probe_of("pod-0", unprivileged)});
+  auto p = check_xid_errors(pod);
+  REQUIRE(p.size() == 1);
+  CHECK(p[0].severity == Severity::info);
+  CHECK(contains(p[0].evidence.at(0).text, "--probe-privileged"));
+  CHECK(contains(p[0].remedy.at(0), "--via pod --probe-privileged -l kubernetes.io/hostname=pod-0"));
 }
 
 TEST_CASE("ecc-errors, gpu-throttled, gpu-memory-high, persistence-mode-off over edited captures",

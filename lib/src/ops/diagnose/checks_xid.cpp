@@ -88,6 +88,20 @@ Finding xid_finding(const std::string& node, const gpu::NodeGpuReport& report, c
   return f;
 }
 
+// How to let the next probe read the kernel log: a probe pod sees it only when privileged; over
+// ssh, the user needs the journal or dmesg.
+std::string kernel_log_remedy(const NodeProbe& probe) {
+  if (probe.report->facts.kernel_log_source == "skipped") {
+    return fmt::format(
+        "gpuctl diagnose --check xid-errors --via pod --probe-privileged -l kubernetes.io/hostname={} "
+        "(a privileged probe pod reads the host's kernel log; its namespace must admit privileged pods)",
+        probe.node);
+  }
+  if (probe.via == "pod")
+    return "the privileged probe pod could not read the kernel log: check the node's journal and dmesg";
+  return "give gpuctl's ssh user access to the kernel log (root, or the systemd-journal group)";
+}
+
 }  // namespace
 
 std::vector<Finding> check_xid_errors(const Snapshot& snapshot) {
@@ -100,7 +114,7 @@ std::vector<Finding> check_xid_errors(const Snapshot& snapshot) {
           node_finding("xid-errors", Severity::info, name,
                        fmt::format("{}: the kernel log could not be read, so Xid errors are not known there", name));
       f.evidence.push_back(probe_evidence(name, "kernel log", report.facts.kernel_log_error));
-      f.remedy = {"give gpuctl's ssh user access to the kernel log (root, or the systemd-journal group)"};
+      f.remedy = {kernel_log_remedy(*probe)};
       out.push_back(std::move(f));
     }
     std::vector<gpu::KernelLogEvent> events = within_window(snapshot, report.facts.kernel_events);
