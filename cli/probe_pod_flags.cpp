@@ -49,11 +49,6 @@ void add_probe_pod_flags(CLI::App& cmd, HelpData& help, ProbePodFlags& f) {
 
 namespace {
 
-const char* non_empty(const EnvLookup& env, const char* name) {
-  const char* value = env(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
 // Kubernetes' rule for a container's environment variable name (C_IDENTIFIER relaxed:
 // [-._a-zA-Z][-._a-zA-Z0-9]*).
 bool env_name_ok(std::string_view name) {

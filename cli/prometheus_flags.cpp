@@ -15,11 +15,6 @@ constexpr const char* kUrlVariable = "GPUCTL_PROMETHEUS_URL";
 constexpr const char* kTokenVariable = "GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE";
 constexpr std::size_t kMaxCredentialFileBytes = std::size_t{1} << 20;
 
-const char* non_empty(const EnvLookup& env, const char* name) {
-  const char* value = env(name);
-  return value != nullptr && *value != '\0' ? value : nullptr;
-}
-
 bool is_label_name(std::string_view name) {
   if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
   for (unsigned char c : name) {

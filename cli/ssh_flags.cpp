@@ -46,12 +46,12 @@ void add_ssh_flags(CLI::App& cmd, HelpData& help, SshFlags& f) {
       ->group(group);
 }
 
-namespace {
-
 const char* non_empty(const EnvLookup& env, const char* name) {
   const char* value = env(name);
   return value != nullptr && *value != '\0' ? value : nullptr;
 }
+
+namespace {
 
 Result<int> port_from_environment(std::string_view text) {
   int port = 0;

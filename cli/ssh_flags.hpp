@@ -34,6 +34,8 @@ struct SshRequest {
 
 // Reads one environment variable: null when unset. Tests pass their own.
 using EnvLookup = std::function<const char*(const char*)>;
+// The variable's value, or null when it is unset or empty (an empty variable counts as unset).
+const char* non_empty(const EnvLookup& env, const char* name);
 
 // The flags with GPUCTL_SSH_CONFIG, _IDENTITY, _USER, _PORT and _KNOWN_HOSTS filled in where the
 // matching flag was not given (a flag always wins; an empty variable counts as unset), so that a

@@ -15,6 +15,7 @@
 #include "gpuctl/kube/quantity.hpp"
 #include "gpuctl/ops/common/schema.hpp"
 #include "gpuctl/ops/fleet/node_source.hpp"
+#include "gpuctl/ops/fleet/probe_outcome.hpp"
 #include "gpus_pods.hpp"
 
 namespace gpuctl::ops {
@@ -25,37 +26,16 @@ NodeProbe read_probe_run(const ProbeTarget& target, const ssh::HostRun& run) {
   NodeProbe probe;
   probe.node = target.node;
   probe.address = target.address;
-  probe.exit_code = run.process.exit_code;
   probe.duration = run.duration;
-  if (run.verdict.outcome != ssh::HostOutcome::ok) {
-    probe.outcome = std::string(ssh::to_string(run.verdict.outcome));
-    probe.message = run.verdict.message;
-    // Killed at the deadline after the probe started: the node was reached and something on it
-    // hung (nvidia-smi, usually); what it printed first (the kernel log) still counts.
-    if (run.verdict.outcome == ssh::HostOutcome::timed_out &&
-        gpu::parse_probe_transcript(run.process.stdout_text).started) {
-      probe.report =
-          gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, true);
-    }
+  const ProbeOutput output{run.process.exit_code, run.process.stdout_text, run.process.stderr_text, run.truncated};
+  if (run.verdict.outcome == ssh::HostOutcome::ok) {
+    read_probe_output(probe, output);
     return probe;
   }
-  gpu::NodeGpuReport report =
-      gpu::parse_probe_output(run.process.exit_code, run.process.stdout_text, run.process.stderr_text, run.truncated);
-  probe.outcome = gpu::node_classification(report);
-  if (probe.outcome != "ok") probe.message = report.message;
-  // Every GPU answered, but nvidia-smi warned (exit 14): the node is not "ok", it answered with a
-  // GPU whose infoROM is corrupted (the README's outcome; diagnose's nvidia-smi-warnings check).
-  if (probe.outcome == "ok") {
-    for (const auto& g : report.gpus) {
-      for (const auto& w : g.warnings) {
-        if (probe.outcome == "ok" && w.find("infoROM") != std::string::npos) {
-          probe.outcome = std::string(gpu::to_string(gpu::NvsmiErrorKind::inforom_corrupted));
-          probe.message = fmt::format("GPU {}: {}", g.index, w);
-        }
-      }
-    }
-  }
-  probe.report = std::move(report);
+  probe.exit_code = run.process.exit_code;
+  probe.outcome = std::string(ssh::to_string(run.verdict.outcome));
+  probe.message = run.verdict.message;
+  if (run.verdict.outcome == ssh::HostOutcome::timed_out) read_partial_probe_output(probe, output);
   return probe;
 }
 
