@@ -76,9 +76,9 @@ inline std::string family_query_key(const ops::DcgmFamily& family) {
 inline std::string freshness_query_key() { return "max_over_time"; }
 
 // What Prometheus answers gpuctl's queries when it has scraped `series`, each node's samples
-// `age_s` old at `now`: one answer per family (the metric as kMetricLabel, __name__ dropped, as
-// label_replace(last_over_time(...)) leaves them) and the freshness answer (grouped by the
-// mapping's node labels).
+// `age_s` old at `now`: one answer per family (the metric as kMetricLabel and as __name__, as
+// label_replace(M or ...) leaves a live exporter's series) and the freshness answer (grouped by
+// the mapping's node labels).
 inline void serve_dcgm(FakeTransport& transport, const std::vector<ExpositionSeries>& series, std::int64_t now,
                        const std::map<std::string, std::int64_t>& age_s_by_node = {},
                        const ops::DcgmLabelMapping& mapping = {}) {
@@ -88,6 +88,7 @@ inline void serve_dcgm(FakeTransport& transport, const std::vector<ExpositionSer
       if (std::find(family.metrics.begin(), family.metrics.end(), s.metric) == family.metrics.end()) continue;
       nlohmann::json metric = s.labels;
       metric[std::string(ops::kMetricLabel)] = s.metric;
+      metric["__name__"] = s.metric;
       result.push_back({{"metric", metric}, {"value", {now, s.value}}});
     }
     transport.on("GET", "/api/v1/query", json_answer(200, vector_answer(result)), family_query_key(family));

@@ -271,7 +271,8 @@ TEST_CASE("prometheus_source: credentials go in the request headers", "[promethe
     FakeTransport transport;
     transport.on("GET", "/api/v1/query", json_answer(200, testing::vector_answer(json::array())));
     options.url = "https://prom.test/";
-    auto r = ops::prometheus_query(transport, options, "up", kNow);
+    auto r =
+        ops::prometheus_query(transport, options, "up", std::chrono::seconds(kNow) + std::chrono::milliseconds(42));
     REQUIRE(r);
     REQUIRE(transport.requests().size() == 1);
     return transport.requests()[0];
@@ -286,7 +287,7 @@ TEST_CASE("prometheus_source: credentials go in the request headers", "[promethe
   bearer.bearer_token = "tok-123";
   auto r = send(bearer);
   CHECK(header(r, "Authorization") == "Bearer tok-123");
-  CHECK(r.url == "https://prom.test/api/v1/query?query=up&time=1767225600");
+  CHECK(r.url == "https://prom.test/api/v1/query?query=up&time=1767225600.042");
   ops::PrometheusOptions basic;
   basic.basic_user = "admin";
   basic.basic_password = "s3cret";
@@ -307,7 +308,8 @@ TEST_CASE("prometheus_source: each failure is one line that names the fix", "[pr
     ops::PrometheusOptions options;
     options.url = "http://user:hunter2@prom.test:9090";
     options.bearer_token = "tok-secret";
-    auto r = ops::prometheus_query(transport, options, "up", kNow);
+    auto r =
+        ops::prometheus_query(transport, options, "up", std::chrono::seconds(kNow) + std::chrono::milliseconds(42));
     REQUIRE_FALSE(r);
     CHECK(r.error().message.find('\n') == std::string::npos);
     CHECK(r.error().message.find("hunter2") == std::string::npos);
@@ -377,7 +379,7 @@ TEST_CASE("prometheus_source: an unreachable server is told without kubeconfig a
   RefusingTransport transport;
   ops::PrometheusOptions options;
   options.url = "http://127.0.0.1:9";
-  auto r = ops::prometheus_query(transport, options, "up", kNow);
+  auto r = ops::prometheus_query(transport, options, "up", std::chrono::seconds(kNow) + std::chrono::milliseconds(42));
   REQUIRE_FALSE(r);
   CHECK(r.error().code == Errc::transport);
   CHECK(r.error().message ==

@@ -25,19 +25,18 @@ class PrometheusSource : public NodeSource {
     const auto started = std::chrono::steady_clock::now();
     DcgmReadings readings;
     // One evaluation time for every query, so the families and the freshness agree.
-    readings.now_unix_s =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto now =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch());
+    readings.now_unix_s = std::chrono::duration_cast<std::chrono::seconds>(now).count();
     const PrometheusWindow window = prometheus_window(options_);
     for (const auto& family : dcgm_families()) {
       if (util::cancelled()) return interrupted(nodes);
-      auto samples = prometheus_query(*transport_, options_, dcgm_family_query(family, window, options_.labels),
-                                      readings.now_unix_s);
+      auto samples = prometheus_query(*transport_, options_, dcgm_family_query(family, window, options_.labels), now);
       if (!samples) return std::unexpected(samples.error());
       std::move(samples->begin(), samples->end(), std::back_inserter(readings.samples));
     }
     if (util::cancelled()) return interrupted(nodes);
-    auto freshness =
-        prometheus_query(*transport_, options_, dcgm_freshness_query(options_.labels, window), readings.now_unix_s);
+    auto freshness = prometheus_query(*transport_, options_, dcgm_freshness_query(options_.labels, window), now);
     if (!freshness) return std::unexpected(freshness.error());
     readings.freshness = std::move(*freshness);
 

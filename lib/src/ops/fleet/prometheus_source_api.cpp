@@ -122,10 +122,11 @@ Result<std::vector<PromSample>> parse_prometheus_vector(std::string_view body, s
 }
 
 Result<std::vector<PromSample>> prometheus_query(kube::Transport& transport, const PrometheusOptions& options,
-                                                 std::string_view promql, std::int64_t time_unix_s) {
+                                                 std::string_view promql, std::chrono::milliseconds time_unix) {
   const std::string url = base_url(options) + "/api/v1/query";
   kube::HttpRequest request;
-  request.url = fmt::format("{}?query={}&time={}", url, kube::percent_encode(promql), time_unix_s);
+  request.url = fmt::format("{}?query={}&time={}.{:03}", url, kube::percent_encode(promql), time_unix.count() / 1000,
+                            time_unix.count() % 1000);
   request.headers.emplace_back("Accept", "application/json");
   if (!options.bearer_token.empty()) {
     request.headers.emplace_back("Authorization", "Bearer " + options.bearer_token);

@@ -97,9 +97,10 @@ Result<std::vector<PromSample>> parse_prometheus_vector(std::string_view body, s
 
 // GET {url}/api/v1/query?query=...&time=... with the options' credentials. Errors name the fix:
 // unreachable (--prometheus-url), 401/403 (the auth flags), a refused query (Prometheus' errorType
-// and error), an answer that is not Prometheus' (wrong URL?).
+// and error), an answer that is not Prometheus' (wrong URL?). The evaluation time in milliseconds:
+// a time cut to the second could precede a scrape that has already landed.
 Result<std::vector<PromSample>> prometheus_query(kube::Transport& transport, const PrometheusOptions& options,
-                                                 std::string_view promql, std::int64_t time_unix_s);
+                                                 std::string_view promql, std::chrono::milliseconds time_unix);
 
 // --- The fold (prometheus_source_fold*.cpp), pure ---
 
