@@ -44,6 +44,10 @@ nodes:
     cpu: "16"
     memory: 60Gi
     gpus: 1
+  - name: vprom-lost
+    cpu: "96"
+    memory: 1152Gi
+    gpus: 2
 """
 T4 = "dcgm-exporter/datadog__t4-two-hosts.prom"
 FAULTS = "dcgm-exporter/hand-edited__a100-two-gpus-faults.prom"
@@ -153,6 +157,19 @@ class GpusViaPrometheusTest(h.TestCase):
         self.assertRegex(item["message"], r"newest sample is \d+s old \(--prometheus-stale-after 3s\)")
         self.assertEqual(len(item["gpus"]), 2)
         self.assertEqual(item["gpus"][0]["memory"]["usedMiB"], 78301)
+
+    def test_gpu_gone_from_the_exporter_is_no_longer_counted(self):
+        # A GPU that fell off the bus (Xid 79) leaves the exporter's output while the exporter
+        # still answers: its old series must not stand in for it from the lookback window.
+        both = h.dcgm_capture(FAULTS, {"dgx-a07": "vprom-lost"})
+        h.serve_dcgm_metrics("vprom-lost", both)
+        before = json.loads(self.gpus("vprom-lost").stdout)["items"][0]
+        self.assertEqual([g["index"] for g in before["gpus"]], [0, 1], before)
+        one = "".join(l for l in both.splitlines(True) if l.startswith("#") or 'gpu="0"' not in l)
+        h.serve_dcgm_metrics("vprom-lost", one)
+        after = json.loads(self.gpus("vprom-lost").stdout)["items"][0]
+        self.assertEqual(after["outcome"], "ok", after)
+        self.assertEqual([g["index"] for g in after["gpus"]], [1], after)
 
     def test_node_without_exporter(self):
         item = self.items["vprom-none"]
