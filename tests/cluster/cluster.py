@@ -2127,8 +2127,10 @@ def main(argv=None):
     p.add_argument("--not-after", default="20200102000000Z", help="openssl ca date (default: 2020-01-02, expired)")
     add("enable-metrics", "start metrics-server and register metrics.k8s.io (kubectl top); waits until Available")
     add("disable-metrics", "unregister metrics.k8s.io and stop metrics-server")
-    add("enable-prometheus", "start Prometheus (plain, and TLS with basic auth) scraping each node's dcgm-exporter "
-        "exposition (sim_prometheus.py); waits until ready")
+    p = add("enable-prometheus", "start Prometheus (plain, and TLS with basic auth) scraping each node's "
+            "dcgm-exporter exposition (sim_prometheus.py); waits until ready")
+    p.add_argument("--render-fleet", action="store_true",
+                   help="also serve every node's exposition rendered from its nvidia-smi capture (the sandbox)")
     add("env", "print shell export lines")
     add("status", "print whether the cluster runs, and cluster.json's path")
     a = ap.parse_args(argv)
@@ -2144,7 +2146,10 @@ def main(argv=None):
         elif a.cmd == "disable-metrics":
             c.disable_metrics()
         elif a.cmd == "enable-prometheus":
-            print(json.dumps(sim_prometheus.describe(c.enable_prometheus() and c.load()), indent=1))
+            c.enable_prometheus()
+            if a.render_fleet:
+                log("dcgm-exporter expositions served for %d node(s)" % len(sim_prometheus.serve_rendered_fleet(c)))
+            print(json.dumps(sim_prometheus.describe(c.load()), indent=1))
         elif a.cmd == "down":
             c.down()
         elif a.cmd == "apply-fleet":

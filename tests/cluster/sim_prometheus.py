@@ -201,6 +201,28 @@ def describe(st):
 
 # -- what a test serves -------------------------------------------------------------------------------
 
+# nvidia-smi failures that leave no DCGM exporter running on a node (NVML cannot start).
+NO_EXPORTER_MODES = ("hang", "driver-not-loaded", "driver-mismatch", "permissions", "no-devices", "garbage")
+
+
+def serve_rendered_fleet(c):
+    """Every node with an sshd host served the exposition rendered from its own capture (what
+    `cluster.py enable-prometheus --render-fleet` and the sandbox do), except nodes whose driver
+    fault would keep the exporter from running; returns the nodes served."""
+    served = []
+    for node, n in sorted((c.load() or {}).get("nodes", {}).items()):
+        host_file = c.ssh_dir / "hosts" / ("%s.json" % n.get("internal_ip"))
+        if not n.get("internal_ip") or not host_file.is_file():
+            continue
+        host = json.loads(host_file.read_text())
+        # No XML capture (a CSV- or text-only host): nothing to render from.
+        if host.get("mode", "ok") in NO_EXPORTER_MODES or not host.get("fixture"):
+            continue
+        set_exposition(c, node, render_exposition(c, node))
+        served.append(node)
+    return served
+
+
 def set_exposition(c, node, text, target_labels=None):
     """Node's exposition served from now on; its target added (labels: gpuctl_target=<node> plus
     `target_labels`, as a relabelling would add them)."""
@@ -251,7 +273,7 @@ def render_exposition(c, node):
     reports them (the same capture, GPU count, UUIDs and per-GPU overrides), in the format of the
     captured exporter (tests/fixtures/dcgm-exporter: labels gpu, UUID, pci_bus_id, device,
     modelName, Hostname, DCGM_FI_DRIVER_VERSION; the HELP texts of default-counters.csv), the default
-    counters that nvidia-smi's XML has plus DCGM_FI_DEV_FB_TOTAL."""
+    counters that nvidia-smi's XML has plus DCGM_FI_DEV_FB_TOTAL; a lost GPU is left out."""
     here = str(Path(__file__).resolve().parent)
     if here not in sys.path:
         sys.path.insert(0, here)
@@ -261,8 +283,12 @@ def render_exposition(c, node):
     host = json.loads((c.ssh_dir / "hosts" / (n["internal_ip"] + ".json")).read_text())
     cap, blocks = fake_nvidia_smi.host_gpus(host)
     driver = fake_nvidia_smi.tag(cap.head, "driver_version")
+    # A GPU the host reports lost (fallen off the bus) is one DCGM no longer reads: not exported.
+    lost = host.get("gpu_index", 0) or 0 if host.get("mode") in ("gpu-lost", "gpu-unknown-error") else None
     rows = []
     for i, block in enumerate(blocks):
+        if i == lost:
+            continue
         v = lambda *path: sim_gpu.value(block, path)  # noqa: E731
         labels = ('gpu="%d",UUID="%s",pci_bus_id="%s",device="nvidia%d",modelName="%s",Hostname="%s",'
                   'DCGM_FI_DRIVER_VERSION="%s"' % (i, v("uuid"), fake_nvidia_smi.gpu_id(block), i, v("product_name"),
