@@ -101,6 +101,8 @@ class NodeSourcesTest(h.TestCase):
         unreachable = [f for f in report["findings"] if f["check"] == "node-unreachable"]
         self.assertEqual([f["node"] for f in unreachable], [BROKEN])
         self.assertIn("no DCGM exporter series", unreachable[0]["summary"])
+        # Evidence names where it was read: never ssh, which this run did not use.
+        self.assertEqual(unreachable[0]["evidence"][0]["source"], "Prometheus %s: dcgm-exporter" % BROKEN)
         self.assertEqual(r.rc, 4, r.stderr)  # an error finding; the skips are the user's choice, not exit 5
 
         # The probe sees what metrics cannot: the same checks through probe pods name the driver.
@@ -109,6 +111,7 @@ class NodeSourcesTest(h.TestCase):
         broken = [f for f in r.json["findings"] if f["check"] == "driver-broken"]
         self.assertEqual([f["node"] for f in broken], [BROKEN])
         self.assertIn("driver_library_mismatch", broken[0]["summary"])
+        self.assertEqual(broken[0]["evidence"][0]["source"], "probe pod on %s: nvidia-smi" % BROKEN)
 
 
 if __name__ == "__main__":

@@ -193,6 +193,18 @@ TEST_CASE("gpu-count-mismatch and driver-version-skew", "[diagnose][node-side]")
   CHECK(contains(count["few-0"].summary,
                  "nvidia-smi sees 2, the device plugin registered 8 (capacity); 6 GPU(s) missing"));
   CHECK(contains(count["lab-0"].summary, "GFD's nvidia.com/gpu.count says 4"));
+  CHECK(count["few-0"].evidence.at(0).source == "ssh few-0: nvidia-smi -q -x");
+
+  // The same node read another way: the finding names what read it, never ssh.
+  for (const std::string via : {"pod", "prometheus"}) {
+    NodeProbe other = probe_of("few-0", healthy_2070());
+    other.via = via;
+    auto found = check_gpu_count_mismatch(with_probes({ready_node("few-0", 8)}, {other}));
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].evidence.at(0).source ==
+          (via == "pod" ? "probe pod on few-0: nvidia-smi -q -x" : "Prometheus few-0: dcgm-exporter"));
+    CHECK(contains(found[0].summary, via == "pod" ? "nvidia-smi sees 2" : "the DCGM exporter sees 2"));
+  }
 
   // The probed nodes run 590.44.01 (the capture); old-0 is not probed and its label says 535.
   // Their pools differ by product (H100 label versus the RTX 2070 the probe saw), so the label

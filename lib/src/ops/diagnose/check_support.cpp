@@ -212,8 +212,15 @@ std::string gpu_name(const gpu::GpuInfo& gpu) {
   return name;
 }
 
-Evidence probe_evidence(const std::string& node, std::string_view what, std::string text, std::string time) {
-  return {fmt::format("ssh {}: {}", node, what), std::move(text), std::move(time)};
+Evidence probe_evidence(const NodeProbe& probe, std::string_view what, std::string text, std::string time) {
+  std::string source = probe.via == "pod"          ? fmt::format("probe pod on {}: {}", probe.node, what)
+                       : probe.via == "prometheus" ? fmt::format("Prometheus {}: dcgm-exporter", probe.node)
+                                                   : fmt::format("ssh {}: {}", probe.node, what);
+  return {std::move(source), std::move(text), std::move(time)};
+}
+
+std::string_view gpu_reader(const NodeProbe& probe) {
+  return probe.via == "prometheus" ? "the DCGM exporter" : "nvidia-smi";
 }
 
 std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> probed_nodes(const Snapshot& snapshot) {
@@ -253,7 +260,9 @@ std::optional<gpu::DriverVersion> node_driver(const Snapshot& snapshot, const nl
 }
 
 std::string driver_source(const Snapshot& snapshot, const std::string& node) {
-  if (answered_report(snapshot, node) != nullptr) return fmt::format("ssh {}: nvidia-smi driver_version", node);
+  if (answered_report(snapshot, node) != nullptr) {
+    return probe_evidence(*probe_of(snapshot, node), "nvidia-smi driver_version", "").source;
+  }
   return fmt::format("node {} label nvidia.com/cuda.driver-version.full", node);
 }
 

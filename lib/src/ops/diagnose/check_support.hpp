@@ -103,8 +103,12 @@ std::optional<kube::NodeCondition> node_condition(const nlohmann::json& node, st
 std::optional<bool> node_ready(const nlohmann::json& node);
 // "GPU 3 (00000000:3B:00.0)", the bus id when nvidia-smi gave one.
 std::string gpu_name(const gpu::GpuInfo& gpu);
-// Evidence quoted from what the probe read on a node: source "ssh gpu-7: <what>".
-Evidence probe_evidence(const std::string& node, std::string_view what, std::string text, std::string time = "");
+// Evidence quoted from what the node source read: source "ssh gpu-7: <what>", "probe pod on
+// gpu-7: <what>", or "Prometheus gpu-7: dcgm-exporter" (the metrics, whatever nvidia-smi section
+// the check would read over ssh).
+Evidence probe_evidence(const NodeProbe& probe, std::string_view what, std::string text, std::string time = "");
+// What read the node's GPUs, for a finding's words: "nvidia-smi", or "the DCGM exporter".
+std::string_view gpu_reader(const NodeProbe& probe);
 // The probe's answered GPU nodes with a report, in snapshot order of the node list: (node JSON,
 // probe). Nodes without a probe or whose probe gave no report are left out.
 std::vector<std::pair<const nlohmann::json*, const NodeProbe*>> probed_nodes(const Snapshot& snapshot);

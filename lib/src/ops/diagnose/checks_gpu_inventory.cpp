@@ -90,7 +90,7 @@ std::vector<Finding> check_gpu_count_mismatch(const Snapshot& snapshot) {
     const auto labelled = labelled_count(*node);
     std::int64_t expected = std::max(capacity.value_or(0), labelled.value_or(0));
     if (seen >= expected && (!capacity || !labelled || *capacity == *labelled)) continue;
-    std::vector<std::string> parts = {fmt::format("nvidia-smi sees {}", seen)};
+    std::vector<std::string> parts = {fmt::format("{} sees {}", gpu_reader(*probe), seen)};
     if (capacity) parts.push_back(fmt::format("the device plugin registered {} (capacity)", *capacity));
     if (labelled) parts.push_back(fmt::format("GFD's nvidia.com/gpu.count says {}", *labelled));
     std::string cause =
@@ -98,7 +98,7 @@ std::vector<Finding> check_gpu_count_mismatch(const Snapshot& snapshot) {
                         : std::string("the labels are stale (GFD not re-run since the GPUs changed)");
     Finding f = node_finding("gpu-count-mismatch", Severity::error, name,
                              fmt::format("{}: {}; {}", name, fmt::join(parts, ", "), cause));
-    f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", fmt::format("{} GPU(s) reported", seen)));
+    f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x", fmt::format("{} GPU(s) reported", seen)));
     if (capacity)
       f.evidence.push_back(
           {fmt::format("node {} status.capacity", name), fmt::format("nvidia.com/gpu={}", *capacity), ""});
@@ -160,7 +160,7 @@ std::vector<Finding> check_persistence_mode_off(const Snapshot& snapshot) {
                              fmt::format("{}: persistence mode is off on {} of {} GPUs ({}): the driver tears down "
                                          "between jobs, so each start is slower and GPU state is lost",
                                          name, off.size(), probe->report->gpus.size(), first_few(off)));
-    f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", "persistence_mode=Disabled"));
+    f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x", "persistence_mode=Disabled"));
     f.remedy = {fmt::format("ssh {} sudo systemctl enable --now nvidia-persistenced", name),
                 fmt::format("ssh {} sudo nvidia-smi -pm 1   (until the next reboot)", name)};
     out.push_back(std::move(f));

@@ -73,11 +73,11 @@ std::vector<Finding> check_gpu_throttled(const Snapshot& snapshot) {
       Finding f = node_finding("gpu-throttled", Severity::warning, name,
                                fmt::format("{} of {} is throttled: {}", gpu_name(gpu), name, fmt::join(why, "; ")));
       if (!active.empty())
-        f.evidence.push_back(
-            probe_evidence(name, "nvidia-smi -q -x clocks_event_reasons", fmt::format("{}", fmt::join(active, ", "))));
+        f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x clocks_event_reasons",
+                                            fmt::format("{}", fmt::join(active, ", "))));
       if (gpu.temperature.gpu_c)
-        f.evidence.push_back(
-            probe_evidence(name, "nvidia-smi -q -x temperature", fmt::format("gpu_temp={} C", *gpu.temperature.gpu_c)));
+        f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x temperature",
+                                            fmt::format("gpu_temp={} C", *gpu.temperature.gpu_c)));
       f.remedy = {fmt::format("ssh {} nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER", name),
                   "check the node's cooling (fans, inlet temperature) and power supply; hw_power_brake means the "
                   "board's power brake signal fired"};
@@ -105,7 +105,7 @@ std::vector<Finding> check_gpu_memory_high(const Snapshot& snapshot) {
                       holders.empty() ? std::string("; no pod holds a GPU there (a process outside Kubernetes?)")
                                       : "; GPU pods on the node: " + first_few(holders)));
       f.evidence.push_back(
-          probe_evidence(name, "nvidia-smi -q -x fb_memory_usage",
+          probe_evidence(*probe, "nvidia-smi -q -x fb_memory_usage",
                          fmt::format("used={} MiB total={} MiB", *gpu.memory.used_mib, *gpu.memory.total_mib)));
       f.remedy = {fmt::format("gpuctl gpus {}", name), "look for a leak or a batch size too large in the pods named"};
       out.push_back(std::move(f));
@@ -130,7 +130,7 @@ std::vector<Finding> check_gpu_idle_allocated(const Snapshot& snapshot) {
                                  "for and unused ({})",
                                  name, held.gpus, busy_gpus, first_few(held.pods)));
     f.evidence.push_back(
-        probe_evidence(name, "nvidia-smi -q -x utilization",
+        probe_evidence(*probe, "nvidia-smi -q -x utilization",
                        fmt::format("{} of {} GPUs at 0% with no process", probe->report->gpus.size() - busy_gpus,
                                    probe->report->gpus.size())));
     f.remedy = {fmt::format("gpuctl gpus {}", name),
@@ -167,7 +167,7 @@ std::vector<Finding> check_pcie_link_degraded(const Snapshot& snapshot) {
                                fmt::format("{} of {}: PCIe link degraded ({}): host transfers are slower",
                                            gpu_name(gpu), name, fmt::join(why, ", ")));
       f.evidence.push_back(
-          probe_evidence(name, "nvidia-smi -q -x pci_gpu_link_info", fmt::format("{}", fmt::join(why, ", "))));
+          probe_evidence(*probe, "nvidia-smi -q -x pci_gpu_link_info", fmt::format("{}", fmt::join(why, ", "))));
       f.remedy = {fmt::format("ssh {} sudo lspci -vv -s {} | grep -i lnk", name, gpu.pci_bus_id ? *gpu.pci_bus_id : ""),
                   "reseat the GPU or its riser at the next maintenance"};
       out.push_back(std::move(f));
@@ -195,7 +195,7 @@ std::vector<Finding> check_nvlink_down(const Snapshot& snapshot) {
                                            "falls back to PCIe or fails",
                                            g.index, name, g.inactive_links.size(),
                                            g.inactive_links.size() + g.active_links.size(), fmt::join(down, ", ")));
-      f.evidence.push_back(probe_evidence(name, "nvidia-smi nvlink -s",
+      f.evidence.push_back(probe_evidence(*probe, "nvidia-smi nvlink -s",
                                           fmt::format("GPU {}: Link {}: <inactive>", g.index, down.front())));
       f.remedy = {
           fmt::format("gpuctl drain {} --ignore-daemonsets --reason 'NVLink down'", name),
@@ -231,7 +231,7 @@ std::vector<Finding> check_fabric_manager_down(const Snapshot& snapshot) {
                                          "yet initialized\"",
                                          name, evidence.front()));
     for (auto& e : evidence)
-      f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x fabric / pgrep", std::move(e)));
+      f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x fabric / pgrep", std::move(e)));
     f.remedy = {
         fmt::format("gpuctl cordon {} --reason 'fabric manager down'", name),
         fmt::format("ssh {} sudo systemctl restart nvidia-fabricmanager; journalctl -u nvidia-fabricmanager", name),

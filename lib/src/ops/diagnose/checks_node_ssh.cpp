@@ -106,10 +106,10 @@ Finding node_driver_finding(const json& node, const NodeProbe& probe, Severity s
                                     d != nullptr ? d->meaning : std::string_view("see the message"));
   Finding f = node_finding("driver-broken", severity, name, std::move(summary));
   for (const auto& step : report.step_failures) {
-    f.evidence.push_back(probe_evidence(name, "nvidia-smi", step.excerpt.empty() ? step.message : step.excerpt));
+    f.evidence.push_back(probe_evidence(probe, "nvidia-smi", step.excerpt.empty() ? step.message : step.excerpt));
     if (f.evidence.size() >= 2) break;
   }
-  if (f.evidence.empty()) f.evidence.push_back(probe_evidence(name, "nvidia-smi", report.message));
+  if (f.evidence.empty()) f.evidence.push_back(probe_evidence(probe, "nvidia-smi", report.message));
   f.remedy = remedies_for(d, name);
   return f;
 }
@@ -124,7 +124,7 @@ Finding unreached_without_ssh(const std::string& name, const NodeProbe& probe) {
   if (probe.via == "pod") {
     Finding f = node_finding("node-unreachable", Severity::error, name,
                              fmt::format("the probe pod on {} did not run the probe ({})", name, probe.outcome));
-    f.evidence.push_back(probe_evidence(name, "probe pod", probe.message));
+    f.evidence.push_back(probe_evidence(probe, "probe pod", probe.message));
     f.remedy = {fmt::format("kubectl describe node {}", name), fmt::format("gpuctl gpus {} --via pod -v 2", name)};
     return f;
   }
@@ -135,7 +135,7 @@ Finding unreached_without_ssh(const std::string& name, const NodeProbe& probe) {
                                        "not known",
                                        name)
                          : fmt::format("Prometheus has no DCGM exporter series for {} ({})", name, probe.outcome));
-  f.evidence.push_back(probe_evidence(name, "Prometheus", probe.message));
+  f.evidence.push_back(probe_evidence(probe, "Prometheus", probe.message));
   f.remedy = {fmt::format("kubectl get pods -A -o wide --field-selector spec.nodeName={} | grep -i dcgm", name),
               fmt::format("gpuctl gpus {} --via pod", name)};
   return f;
@@ -161,7 +161,7 @@ std::vector<Finding> check_node_unreachable(const Snapshot& snapshot) {
         "node-unreachable", Severity::error, name,
         fmt::format("ssh cannot reach {} ({}){}{}", name, probe->outcome, meaning.empty() ? "" : " ", meaning));
     f.evidence.push_back(
-        probe_evidence(name, fmt::format("ssh {}", probe->address.empty() ? name : probe->address), probe->message));
+        probe_evidence(*probe, fmt::format("ssh {}", probe->address.empty() ? name : probe->address), probe->message));
     f.remedy = {fmt::format("ssh -v {} true", probe->address.empty() ? name : probe->address),
                 fmt::format("kubectl describe node {}", name)};
     if (node_ready(node) == false)
@@ -195,7 +195,7 @@ std::vector<Finding> check_driver_broken(const Snapshot& snapshot) {
                                            report.gpus.size() + report.failed_gpus.size(),
                                            d != nullptr ? fmt::format(": {}", d->meaning) : std::string()));
       f.evidence.push_back(probe_evidence(
-          name, "nvidia-smi", failed.failure.excerpt.empty() ? failed.failure.message : failed.failure.excerpt));
+          *probe, "nvidia-smi", failed.failure.excerpt.empty() ? failed.failure.message : failed.failure.excerpt));
       f.remedy = remedies_for(d, name);
       out.push_back(std::move(f));
     }
@@ -217,7 +217,7 @@ std::vector<Finding> check_nvidia_smi_warnings(const Snapshot& snapshot) {
             fmt::format("{} of {}: {} warns: {}{}", gpu_name(gpu), name, dcgm ? "the DCGM exporter" : "nvidia-smi",
                         warning,
                         inforom ? " (ECC and page-retirement records may be unreliable; the GPU still works)" : ""));
-        f.evidence.push_back(probe_evidence(name, dcgm ? "dcgm-exporter" : "nvidia-smi -q -x", warning));
+        f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x", warning));
         f.remedy = inforom
                        ? std::vector<std::string>{fmt::format("ssh {} sudo nvidia-smi -q -d ECC,PAGE_RETIREMENT", name),
                                                   "ask the vendor for an infoROM/VBIOS update, else RMA the GPU"}

@@ -71,8 +71,9 @@ std::vector<gpu::KernelLogEvent> within_window(const Snapshot& snapshot, const s
   return out;
 }
 
-Finding xid_finding(const std::string& node, const gpu::NodeGpuReport& report, const gpu::XidVerdict& v,
-                    const Snapshot& snapshot) {
+Finding xid_finding(const NodeProbe& probe, const gpu::XidVerdict& v, const Snapshot& snapshot) {
+  const std::string& node = probe.node;
+  const gpu::NodeGpuReport& report = *probe.report;
   const std::string where = v.nvswitch ? "NVSwitch " + v.pci_bus_id : gpu_at(report, v.pci_bus_id);
   const int first_code = v.counts.empty() ? 0 : v.counts.front().code;
   std::string reasons;
@@ -82,7 +83,7 @@ Finding xid_finding(const std::string& node, const gpu::NodeGpuReport& report, c
       "xid-errors", severity_of(v), node,
       fmt::format("{} on {}, last {}: {}", where, node, util::human_duration(snapshot.settings.since), reasons));
   for (const auto& line : v.evidence) {
-    f.evidence.push_back(probe_evidence(node, fmt::format("kernel log ({})", report.facts.kernel_log_source), line));
+    f.evidence.push_back(probe_evidence(probe, fmt::format("kernel log ({})", report.facts.kernel_log_source), line));
   }
   f.remedy = remedy_for(v.action, node, v.pci_bus_id, first_code);
   return f;
@@ -113,14 +114,14 @@ std::vector<Finding> check_xid_errors(const Snapshot& snapshot) {
       Finding f =
           node_finding("xid-errors", Severity::info, name,
                        fmt::format("{}: the kernel log could not be read, so Xid errors are not known there", name));
-      f.evidence.push_back(probe_evidence(name, "kernel log", report.facts.kernel_log_error));
+      f.evidence.push_back(probe_evidence(*probe, "kernel log", report.facts.kernel_log_error));
       f.remedy = {kernel_log_remedy(*probe)};
       out.push_back(std::move(f));
     }
     std::vector<gpu::KernelLogEvent> events = within_window(snapshot, report.facts.kernel_events);
     for (const auto& verdict : gpu::classify_xid_events(events, snapshot.settings.xid)) {
       if (verdict.action == XidAction::ignore && verdict.severity == gpu::XidSeverity::informational) continue;
-      out.push_back(xid_finding(name, report, verdict, snapshot));
+      out.push_back(xid_finding(*probe, verdict, snapshot));
     }
   }
   return out;
@@ -163,7 +164,7 @@ std::vector<Finding> check_ecc_errors(const Snapshot& snapshot) {
       if (why.empty()) continue;
       Finding f = node_finding("ecc-errors", worst, name,
                                fmt::format("{} of {}: {}", gpu_name(gpu), name, fmt::join(why, "; ")));
-      for (auto& e : evidence) f.evidence.push_back(probe_evidence(name, "nvidia-smi -q -x", std::move(e)));
+      for (auto& e : evidence) f.evidence.push_back(probe_evidence(*probe, "nvidia-smi -q -x", std::move(e)));
       const std::string bus = gpu.pci_bus_id ? *gpu.pci_bus_id : std::to_string(gpu.index);
       f.remedy = {
           fmt::format("gpuctl drain {} --ignore-daemonsets --reason 'ECC on {}'", name, bus),
