@@ -100,6 +100,21 @@ class GpusViaPodTest(h.TestCase):
         print("\nAPI requests for %d nodes (%d probe pods) in %.1fs: %d creates, %d lists, %d log reads, %d deletes"
               % (len(self.items), made, self.elapsed, len(creates), len(lists), len(logs), len(deletes)))
 
+    def test_the_kernel_log_is_read_only_by_a_privileged_probe_pod(self):
+        def xid_findings(*extra):
+            r = h.gpuctl("diagnose", "-l", "kubernetes.io/hostname=vpod-xid", "--check", "xid-errors", "--via", "pod",
+                         "--probe-namespace", self.ns, "--probe-timeout", "%ds" % TIMEOUT, *extra, "-o", "json")
+            self.assertIn(r.rc, (0, 4), r.stderr)
+            return {f["severity"]: f for f in r.json["findings"] if f["node"] == "vpod-xid"}
+        blind = xid_findings()
+        self.assertEqual(sorted(blind), ["info"], blind)
+        self.assertIn("--probe-privileged", " ".join(e["text"] for e in blind["info"]["evidence"]))
+        seen = xid_findings("--probe-privileged")
+        self.assertEqual(sorted(seen), ["critical"], seen)
+        self.assertIn("Xid 79", seen["critical"]["summary"])
+        self.assertIn("GPU has fallen off the bus", " ".join(e["text"] for e in seen["critical"]["evidence"]))
+        self.assertEqual(probe_pods(self.ns), [])
+
     def test_cleanup_removes_a_leftover(self):
         ns = self.namespace("vpod-clean")
         leftover = {"apiVersion": "v1", "kind": "Pod",
