@@ -109,6 +109,7 @@ class GpusViaPodTest(h.TestCase):
         blind = xid_findings()
         self.assertEqual(sorted(blind), ["info"], blind)
         self.assertIn("--probe-privileged", " ".join(e["text"] for e in blind["info"]["evidence"]))
+        self.assertIn("--via pod --probe-privileged -l kubernetes.io/hostname=vpod-xid", blind["info"]["remedy"][0])
         seen = xid_findings("--probe-privileged")
         self.assertEqual(sorted(seen), ["critical"], seen)
         self.assertIn("Xid 79", seen["critical"]["summary"])
