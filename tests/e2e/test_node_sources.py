@@ -112,6 +112,10 @@ class NodeSourcesTest(h.TestCase):
         self.assertEqual([f["node"] for f in broken], [BROKEN])
         self.assertIn("driver_library_mismatch", broken[0]["summary"])
         self.assertEqual(broken[0]["evidence"][0]["source"], "probe pod on %s: nvidia-smi" % BROKEN)
+        # Its node commands in a node debug pod, not over the ssh this run did without.
+        debug = "kubectl debug node/%s -it --profile=sysadmin --image=busybox:1.36 -- chroot /host sudo reboot" % BROKEN
+        self.assertTrue([r for r in broken[0]["remedy"] if r.startswith(debug)], broken[0]["remedy"])
+        self.assertFalse([r for r in broken[0]["remedy"] if r.startswith("ssh ")], broken[0]["remedy"])
 
 
 if __name__ == "__main__":

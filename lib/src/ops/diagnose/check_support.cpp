@@ -219,6 +219,17 @@ Evidence probe_evidence(const NodeProbe& probe, std::string_view what, std::stri
   return {std::move(source), std::move(text), std::move(time)};
 }
 
+std::string remedy_without_ssh(const std::string& remedy, const std::string& node) {
+  const std::string ssh = "ssh " + node + " ";
+  if (!remedy.starts_with(ssh)) return remedy;
+  std::string command = remedy.substr(ssh.size());
+  // ssh hands its words to the node's shell; chroot runs one program, so a quoted script (a; b)
+  // gets a shell of its own. A pipe after the command still runs locally, as it does after ssh.
+  if (command.starts_with('\'')) command = "sh -c " + command;
+  return fmt::format("kubectl debug node/{} -it --profile=sysadmin --image=busybox:1.36 -- chroot /host {}", node,
+                     command);
+}
+
 std::string_view gpu_reader(const NodeProbe& probe) {
   return probe.via == "prometheus" ? "the DCGM exporter" : "nvidia-smi";
 }

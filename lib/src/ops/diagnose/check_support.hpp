@@ -107,6 +107,11 @@ std::string gpu_name(const gpu::GpuInfo& gpu);
 // gpu-7: <what>", or "Prometheus gpu-7: dcgm-exporter" (the metrics, whatever nvidia-smi section
 // the check would read over ssh).
 Evidence probe_evidence(const NodeProbe& probe, std::string_view what, std::string text, std::string time = "");
+// A remedy that runs a command on the node ("ssh NODE CMD", as the checks write them), for a run
+// that read the node through a probe pod or Prometheus, where ssh may not reach it: the same
+// command in a node debug pod, `kubectl debug node/NODE -it --profile=sysadmin --image=busybox:1.36
+// -- chroot /host CMD`. Any other remedy is returned as it is. Pure.
+std::string remedy_without_ssh(const std::string& remedy, const std::string& node);
 // What read the node's GPUs, for a finding's words: "nvidia-smi", or "the DCGM exporter".
 std::string_view gpu_reader(const NodeProbe& probe);
 // The probe's answered GPU nodes with a report, in snapshot order of the node list: (node JSON,

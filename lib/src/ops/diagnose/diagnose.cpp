@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "check_support.hpp"
 #include "gpuctl/kube/objects.hpp"
 #include "gpuctl/ops/common/gpu_vocabulary.hpp"
 
@@ -157,7 +158,14 @@ Report run_checks(const Snapshot& snapshot, const std::vector<const Check*>& sel
       std::vector<Finding> found = check->run(snapshot);
       run.duration = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started);
       if (!found.empty()) run.status = CheckStatus::fail;
-      for (auto& f : found) report.findings.push_back(std::move(f));
+      for (auto& f : found) {
+        // A node this run read without ssh gets its node commands in a debug pod, not over ssh.
+        const NodeProbe* probe = f.node.empty() ? nullptr : support::probe_of(snapshot, f.node);
+        if (probe != nullptr && probe->via != "ssh") {
+          for (auto& remedy : f.remedy) remedy = support::remedy_without_ssh(remedy, f.node);
+        }
+        report.findings.push_back(std::move(f));
+      }
     }
     report.checks.push_back(std::move(run));
   }
