@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnose_builders.hpp"
+#include "fakes/fake_env.hpp"
 #include "fakes/fake_ssh_runner.hpp"
 #include "fakes/fixtures.hpp"
 #include "fakes/probe_transcript.hpp"
@@ -17,16 +18,10 @@
 #include "node_source_flags.hpp"
 
 using namespace gpuctl;
+using gpuctl::testing::env_of;
 using nlohmann::json;
 
 namespace {
-
-cli::EnvLookup env_of(const std::map<std::string, std::string>& vars) {
-  return [vars](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-}
 
 json node_at(const std::string& name, const std::string& ip) {
   return {{"metadata", {{"name", name}}},

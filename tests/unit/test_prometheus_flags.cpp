@@ -8,18 +8,14 @@
 #include <map>
 #include <string>
 
+#include "fakes/fake_env.hpp"
 #include "prometheus_flags.hpp"
 
 using namespace gpuctl;
+using gpuctl::testing::env_of;
 
 namespace {
 
-cli::EnvLookup env_of(const std::map<std::string, std::string>& vars) {
-  return [vars](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-}
 const cli::EnvLookup kNoEnv = env_of({});
 
 cli::PrometheusFlags with_url(std::string url = "http://prometheus.monitoring:9090") {

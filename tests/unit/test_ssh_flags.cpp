@@ -5,18 +5,13 @@
 #include <map>
 #include <string>
 
+#include "fakes/fake_env.hpp"
 #include "ssh_flags.hpp"
 
 using namespace gpuctl;
+using gpuctl::testing::env_of;
 
 namespace {
-
-cli::EnvLookup env_of(const std::map<std::string, std::string>& vars) {
-  return [vars](const char* name) -> const char* {
-    auto it = vars.find(name);
-    return it == vars.end() ? nullptr : it->second.c_str();
-  };
-}
 
 const std::map<std::string, std::string> kSandbox = {{"GPUCTL_SSH_CONFIG", "/sb/ssh/ssh_config"},
                                                      {"GPUCTL_SSH_IDENTITY", "/sb/ssh/id_ed25519"},
